@@ -1,0 +1,129 @@
+"""Response bodies of the HTTP API (documented in docs/api.md and /schema)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from notarium_search.models import NoteSummary, SearchHit, SearchResponse, Snippet, SpaceStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorBody:
+    error: str
+    detail: str
+    status: int
+
+
+@dataclass(frozen=True, slots=True)
+class Highlight:
+    start: int  # code point offsets into `text`
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnippetOut:
+    text: str
+    html: str  # escaped text; only <mark> is markup
+    highlights: list[Highlight]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteOut:
+    id: str
+    path: str
+    title: str
+    tags: list[str]
+    folder: str
+    created: datetime
+    updated: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    id: str
+    path: str
+    title: str
+    score: float
+    snippets: list[SnippetOut]
+    tags: list[str]
+    folder: str
+    created: datetime
+    updated: datetime
+    channels: dict[str, int]  # channel → 1-based rank in it
+
+
+@dataclass(frozen=True, slots=True)
+class SearchBody:
+    query: str
+    results: list[SearchResult]
+    channels_used: list[str]
+    degraded: dict[str, str]
+    unmatched_terms: list[str]
+    partial: bool  # the space is still indexing: results come from what is committed
+    took_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class FeedBody:
+    items: list[NoteOut]
+    next_cursor: str | None
+    partial: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceOut:
+    name: str
+    path: str
+    language: str
+    notes: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusBody:
+    message: str | None  # "Building search index…" while any space builds
+    vector_search: bool
+    graph_boost: bool
+    spaces: list[SpaceStatus]
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    status: str
+
+
+def snippet_out(snippet: Snippet) -> SnippetOut:
+    return SnippetOut(snippet.text, snippet.html, [Highlight(r.start, r.end) for r in snippet.highlights])
+
+
+def note_out(note: NoteSummary) -> NoteOut:
+    return NoteOut(note.id, note.path, note.title, list(note.tags), note.folder, note.created, note.updated)
+
+
+def search_result(hit: SearchHit) -> SearchResult:
+    note = hit.note
+    return SearchResult(
+        id=note.id,
+        path=note.path,
+        title=note.title,
+        score=round(hit.score, 6),
+        snippets=[snippet_out(s) for s in hit.snippets],
+        tags=list(note.tags),
+        folder=note.folder,
+        created=note.created,
+        updated=note.updated,
+        channels=hit.channels,
+    )
+
+
+def search_body(response: SearchResponse) -> SearchBody:
+    return SearchBody(
+        query=response.query,
+        results=[search_result(h) for h in response.results],
+        channels_used=list(response.channels_used),
+        degraded=response.degraded,
+        unmatched_terms=list(response.unmatched_terms),
+        partial=response.partial,
+        took_ms=response.took_ms,
+    )

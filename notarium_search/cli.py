@@ -1,0 +1,213 @@
+"""`notarium-search` command line: serve, index, search, status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from notarium_search.logsetup import configure_logging
+from notarium_search.settings import ConfigError, Settings, load_settings
+
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as exc:
+        print(f"notarium-search: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    handler = {"serve": _serve, "index": _index, "search": _search, "status": _status}[args.command]
+    return handler(settings, args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="notarium-search", description="Hybrid search over folders of Markdown notes."
+    )
+    parser.add_argument("--config", help="TOML config file (default: $NOTARIUM_CONFIG)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the HTTP service (indexes every space in the background)")
+    index = sub.add_parser("index", help="index a space now, with a progress bar (Ctrl+C stops safely)")
+    index.add_argument("space")
+    index.add_argument("--full", action="store_true", help="rebuild from scratch instead of updating")
+    search = sub.add_parser("search", help="search an indexed space")
+    search.add_argument("space")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--folder")
+    search.add_argument("--tag", action="append", default=[])
+    search.add_argument("--json", action="store_true", help="print the API's JSON body")
+    status = sub.add_parser("status", help="what each space's index holds")
+    status.add_argument("--json", action="store_true")
+    return parser
+
+
+def _serve(settings: Settings, _: argparse.Namespace) -> int:
+    import uvicorn
+
+    from notarium_search.api.app import create_app
+
+    configure_logging(settings.log_level)
+    app = create_app(settings)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, log_level=settings.log_level)
+    return 0
+
+
+def _index(settings: Settings, args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from notarium_search.lexical.store import IndexLocked
+    from notarium_search.models import IndexProgress
+    from notarium_search.space import Space, rate_and_eta
+
+    configure_logging("warning", sys.stderr)
+    config = settings.space(args.space)
+    if config is None:
+        return _unknown_space(settings, args.space)
+    if args.full:
+        (settings.index_dir / config.name / "manifest.json").unlink(missing_ok=True)
+    try:
+        space = Space(config, settings)
+    except IndexLocked as exc:
+        print(f"notarium-search: {exc}", file=sys.stderr)
+        return 1
+    stop = space.stop_event
+    signal.signal(signal.SIGINT, lambda *_: stop.set())  # finish the current note, commit, exit
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} notes/s"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task(f"indexing {config.name}", total=None, rate="-")
+
+        def show(progress: IndexProgress) -> None:
+            rate, _ = rate_and_eta(progress)
+            bar.update(task, total=progress.total, completed=progress.done, rate=f"{rate:,.0f}" if rate else "-")
+
+        try:
+            progress = space.run_reconcile(show)
+        except IndexLocked as exc:
+            print(f"notarium-search: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            space.lexical.close()
+        show(progress)
+    notes = space.status().notes
+    interrupted = " (interrupted: run again to finish)" if stop.is_set() else ""
+    counts = f"{progress.indexed} indexed, {progress.deleted} deleted, {progress.skipped} skipped"
+    print(f"{config.name}: {notes} notes, {counts}{interrupted}")
+    return 130 if stop.is_set() else 0
+
+
+def _search(settings: Settings, args: argparse.Namespace) -> int:
+    from notarium_search.api.schemas import search_body
+    from notarium_search.errors import NotariumError
+    from notarium_search.models import FeedFilter
+    from notarium_search.service import Service
+    from notarium_search.space import NotIndexed
+
+    configure_logging("error", sys.stderr)
+    if settings.space(args.space) is None:
+        return _unknown_space(settings, args.space)
+    try:
+        service = Service(_only(settings, args.space), read_only=True)
+        response = service.search(args.space, args.query, FeedFilter(args.folder, tuple(args.tag)), args.limit)
+    except (NotIndexed, NotariumError) as exc:
+        print(f"notarium-search: {getattr(exc, 'detail', exc)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(_jsonable(asdict(search_body(response))), ensure_ascii=False, indent=2))
+        return 0
+    _print_results(response)
+    return 0
+
+
+def _print_results(response: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"{len(response.results)} results in {response.took_ms:.1f} ms")
+    for column in ("#", "title", "path", "snippet"):
+        table.add_column(column)
+    for rank, hit in enumerate(response.results, start=1):
+        snippet = Text()
+        if hit.snippets:
+            first = hit.snippets[0]
+            snippet.append(first.text)
+            for r in first.highlights:
+                snippet.stylize("bold yellow", r.start, r.end)
+        table.add_row(str(rank), hit.note.title, hit.note.path, snippet)
+    console = Console()
+    console.print(table)
+    if response.unmatched_terms:
+        console.print(f"no note contains: {', '.join(response.unmatched_terms)}")
+
+
+def _status(settings: Settings, args: argparse.Namespace) -> int:
+    from notarium_search.space import NotIndexed, Space
+
+    configure_logging("error", sys.stderr)
+    rows = []
+    for config in settings.spaces:
+        try:
+            space = Space(config, settings, read_only=True)
+        except NotIndexed:
+            rows.append({"space": config.name, "path": str(config.path), "notes": 0, "state": "not indexed"})
+            continue
+        status = space.status()
+        rows.append(
+            {
+                "space": config.name,
+                "path": status.path,
+                "notes": status.notes,
+                "skipped": status.skipped,
+                "state": "indexed",
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['space']:<20} {row['state']:<12} {row['notes']:>8} notes  {row['path']}")
+    return 0
+
+
+def _only(settings: Settings, name: str) -> Settings:
+    from dataclasses import replace
+
+    return replace(settings, spaces=tuple(s for s in settings.spaces if s.name == name))
+
+
+def _unknown_space(settings: Settings, name: str) -> int:
+    known = ", ".join(s.name for s in settings.spaces) or "none configured"
+    print(f"notarium-search: no space named {name!r} (known: {known})", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main())

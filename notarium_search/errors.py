@@ -1,0 +1,29 @@
+"""Errors that reach clients. Each carries its HTTP status and a stable code;
+the API renders them as `{"error": code, "detail": message, "status": n}`.
+Leaf module."""
+
+from __future__ import annotations
+
+
+class NotariumError(Exception):
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class UnknownSpace(NotariumError):
+    status = 404
+    code = "unknown_space"
+
+
+class NoteNotFound(NotariumError):
+    status = 404
+    code = "note_not_found"
+
+
+class InvalidParameter(NotariumError):
+    status = 400
+    code = "invalid_parameter"

@@ -1,0 +1,176 @@
+"""Bring a space's indexes in line with its files (runs on the writer thread).
+
+files → scan → diff against the manifest → read + parse changed files →
+lexical index, committing every `commit_every` notes (or `COMMIT_SECONDS`) so
+search answers from what is indexed so far. Unchanged files are not read;
+touched-but-identical files are read and hashed but not re-indexed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+import structlog
+
+from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
+from notarium_search.lexical.store import LexicalIndex
+from notarium_search.manifest import Entry, Manifest
+from notarium_search.models import IndexProgress, IndexState, ParsedNote, SourceFile
+from notarium_search.parse import NotANote, decode_note, parse_note
+from notarium_search.scan import scan_space
+from notarium_search.settings import Settings, SpaceConfig
+
+PARSER_VERSION = 2  # bump when parse/markdown output changes: forces a rebuild
+COMMIT_SECONDS = 2.0  # longest time indexed notes stay invisible during a build
+
+log = structlog.get_logger(__name__)
+
+
+def index_fingerprint(space: SpaceConfig, settings: Settings) -> str:
+    """Everything that changes what a file becomes in the index."""
+    return (
+        f"{lexical_fingerprint(space.language)}-parser{PARSER_VERSION}-max{settings.max_file_bytes}-{settings.oversize}"
+    )
+
+
+@dataclass(slots=True)
+class _Read:
+    entry: Entry
+    note: ParsedNote | None
+
+
+class SpaceIndexer:
+    """Owns the write side of one space. Not thread-safe: one writer thread."""
+
+    def __init__(self, space: SpaceConfig, settings: Settings, lexical: LexicalIndex, manifest: Manifest) -> None:
+        self.space = space
+        self.settings = settings
+        self.lexical = lexical
+        self.manifest = manifest
+        self.progress = IndexProgress()
+
+    def reconcile(
+        self,
+        stop: threading.Event | None = None,
+        on_progress: Callable[[IndexProgress], None] | None = None,
+    ) -> IndexProgress:
+        """Index new and changed notes, drop deleted ones. Safe to interrupt:
+        what was committed is recorded in the manifest, the rest is redone."""
+        progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
+        progress.last_indexed = self.progress.last_indexed
+        self.progress = progress
+        files = scan_space(self.space.path, self.space.include, self.space.exclude)
+        present = {f.rel_path for f in files}
+        gone = [p for p in self.manifest.entries if p not in present]
+        changed = [f for f in files if self._changed(f)]
+        progress.total = len(changed)
+        for rel_path in gone:
+            note_id = self.manifest.entries.pop(rel_path).note_id
+            if note_id is not None:
+                self.lexical.delete(note_id)
+                progress.deleted += 1
+        owners = self.manifest.ids()
+        last_commit = time.monotonic()
+        pending = len(gone)
+        for source in changed:
+            if stop is not None and stop.is_set():
+                break
+            pending += self._apply(source, owners, progress)
+            progress.done += 1
+            if pending >= self.settings.commit_every or (pending and time.monotonic() - last_commit > COMMIT_SECONDS):
+                self._commit(progress)
+                pending, last_commit = 0, time.monotonic()
+            if on_progress is not None:
+                on_progress(progress)
+        self._commit(progress)
+        interrupted = stop is not None and stop.is_set() and progress.done < progress.total
+        progress.state = IndexState.BUILDING if interrupted else IndexState.READY
+        progress.finished_at = time.monotonic()
+        log.info(
+            "space_indexed",
+            space=self.space.name,
+            changed=progress.indexed,
+            deleted=progress.deleted,
+            skipped=progress.skipped,
+            seconds=round(progress.finished_at - progress.started_at, 3),
+            interrupted=interrupted,
+        )
+        return progress
+
+    def _changed(self, source: SourceFile) -> bool:
+        entry = self.manifest.entries.get(source.rel_path)
+        return entry is None or entry.mtime_ns != source.mtime_ns or entry.size != source.size
+
+    def _apply(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
+        """Index one changed file; returns how many index writes it caused."""
+        previous = self.manifest.entries.get(source.rel_path)
+        read = self._read(source, owners, progress)
+        if read is None:
+            return 0
+        self.manifest.entries[source.rel_path] = read.entry
+        if previous is not None and previous.digest == read.entry.digest and previous.note_id == read.entry.note_id:
+            return 0  # touched, not changed
+        previous_id = previous.note_id if previous is not None else None
+        if read.note is None:
+            if previous_id is not None:
+                self.lexical.delete(previous_id)
+                owners.pop(previous_id, None)
+            return 1 if previous_id else 0
+        self.lexical.upsert(read.note, previous_id)
+        if previous_id is not None and previous_id != read.note.id:
+            owners.pop(previous_id, None)
+        owners[read.note.id] = source.rel_path
+        progress.indexed += 1
+        return 1
+
+    def _read(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> _Read | None:
+        limit = self.settings.max_file_bytes
+        too_big = source.size > limit
+        try:
+            with open(source.abs_path, "rb") as handle:
+                raw = handle.read(limit if too_big else -1)
+        except OSError as exc:  # vanished or unreadable: retried at the next reconcile
+            self._skip(progress, source.rel_path, f"cannot read: {exc.strerror}")
+            return None
+        digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+        entry = Entry(source.mtime_ns, source.size, digest, None)
+        if too_big and self.settings.oversize == "skip":
+            return self._skip_read(
+                entry, progress, source.rel_path, f"larger than max_file_bytes ({source.size} > {limit})"
+            )
+        try:
+            text = decode_note(raw, truncated=too_big)
+        except NotANote as exc:
+            return self._skip_read(entry, progress, source.rel_path, str(exc))
+        if too_big:
+            log.warning("note_truncated", space=self.space.name, path=source.rel_path, size=source.size, kept=limit)
+        mtime = datetime.fromtimestamp(source.mtime_ns / 1e9, tz=UTC)
+        note = parse_note(text, source.rel_path, mtime)
+        for warning in note.warnings:
+            log.warning("note_warning", space=self.space.name, path=source.rel_path, warning=warning)
+        owner = owners.get(note.id)
+        if owner is not None and owner != source.rel_path:
+            if note.id == source.rel_path or source.rel_path in owners:
+                return self._skip_read(entry, progress, source.rel_path, f"note id {note.id!r} already used by {owner}")
+            log.warning("duplicate_note_id", space=self.space.name, path=source.rel_path, id=note.id, owner=owner)
+            note = replace(note, id=source.rel_path)
+        return _Read(Entry(source.mtime_ns, source.size, digest, note.id), note)
+
+    def _skip_read(self, entry: Entry, progress: IndexProgress, rel_path: str, reason: str) -> _Read:
+        self._skip(progress, rel_path, reason)
+        entry.skip_reason = reason
+        return _Read(entry, None)
+
+    def _skip(self, progress: IndexProgress, rel_path: str, reason: str) -> None:
+        progress.skipped += 1
+        log.warning("note_skipped", space=self.space.name, path=rel_path, reason=reason)
+
+    def _commit(self, progress: IndexProgress) -> None:
+        self.lexical.commit()
+        self.manifest.save()
+        progress.last_indexed = datetime.now(tz=UTC)

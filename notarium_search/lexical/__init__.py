@@ -1,0 +1,1 @@
+"""The lexical channel: Tantivy BM25 over notes."""

@@ -1,0 +1,176 @@
+"""Raw user text → a Tantivy query that never fails to build.
+
+Raw input never reaches `parse_query` (it raises on `"x`, `(x`, `C:\\temp`,
+`-x`, `AND` and on every French apostrophe). We split the text into units
+ourselves — words, "quoted phrases", `-exclusions` — and build the query from
+the analyzer's own tokens, so what we search for is exactly what was indexed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import tantivy
+from tantivy import Occur, Query
+
+from notarium_search.analysis import Analyzers
+from notarium_search.settings import RankingConfig
+
+MAX_QUERY_UNITS = 32  # more words than this is a pasted paragraph: keep the first ones
+FUZZY_MIN_CHARS = 5  # shorter words have too many neighbours at edit distance 1
+PREFIX_MIN_CHARS = 2  # a one-letter prefix expands to most of the dictionary
+_UNIT_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One query word as indexed: its stem (text field) and folded form (plain field)."""
+
+    stem: str | None  # None for a stop word
+    plain: str
+    surface: str  # what the user typed, for reporting
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    terms: tuple[Term, ...]
+    phrase: bool
+    excluded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """The analysed query; pure data, also used to find matches for snippets."""
+
+    units: tuple[Unit, ...]
+    prefix: Term | None  # the last word, still being typed
+    positive: tuple[Term, ...] = field(default=())
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.units
+
+    @property
+    def stop_words_only(self) -> bool:
+        return bool(self.positive) and all(t.stem is None for t in self.positive)
+
+
+def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
+    units: list[Unit] = []
+    for match in _UNIT_RE.finditer(text):
+        minus, quoted, word = match.groups()
+        if word is not None:
+            excluded = word.startswith("-") and len(word) > 1
+            unit = _unit(word[1:] if excluded else word, analyzers, phrase=False, excluded=excluded)
+        else:
+            unit = _unit(quoted, analyzers, phrase=True, excluded=bool(minus))
+        if unit.terms:
+            units.append(unit)
+        if len(units) >= MAX_QUERY_UNITS:
+            break
+    positive = tuple(t for u in units if not u.excluded for t in u.terms)
+    last = units[-1] if units else None
+    typing = bool(text) and not text[-1].isspace() and not text.endswith('"')
+    prefix = None
+    if typing and last is not None and not last.phrase and not last.excluded:
+        candidate = last.terms[-1]
+        prefix = candidate if len(candidate.plain) >= PREFIX_MIN_CHARS else None
+    return QueryPlan(units=tuple(units), prefix=prefix, positive=positive)
+
+
+def _unit(text: str, analyzers: Analyzers, phrase: bool, excluded: bool) -> Unit:
+    plain_tokens = analyzers.plain.pre_tokenize(text).tokens
+    terms = []
+    for token in plain_tokens:
+        surface = text[token.char_offset_from : token.char_offset_to]
+        stems = analyzers.stemmed.analyze(surface)
+        terms.append(Term(stem=stems[0] if stems else None, plain=token.text, surface=surface))
+    return Unit(terms=tuple(terms), phrase=phrase, excluded=excluded)
+
+
+def build_query(plan: QueryPlan, schema: tantivy.Schema, ranking: RankingConfig) -> Query:
+    """Ranked query: every word optional (more matched words rank higher),
+    quoted phrases required, excluded words and phrases removed."""
+    should: list[Query] = []
+    must: list[Query] = []
+    must_not: list[Query] = []
+    plain_only = plan.stop_words_only
+    for unit in plan.units:
+        if unit.excluded:
+            must_not.append(_exact(unit, schema))
+        elif unit.phrase:
+            must.append(_exact(unit, schema))
+        else:
+            should.extend(_word(t, schema, ranking, t is plan.prefix, plain_only) for t in unit.terms)
+    plain_words: list[str | tuple[int, str]] = [
+        t.plain for u in plan.units if not u.excluded and not u.phrase for t in u.terms
+    ]
+    if len(plain_words) >= 2 and ranking.phrase_boost > 0:
+        phrase = Query.phrase_query(schema, "plain", plain_words)
+        should.append(Query.boost_query(phrase, ranking.phrase_boost))
+    clauses = [(Occur.Must, q) for q in must] + [(Occur.MustNot, q) for q in must_not]
+    if should:
+        clauses.append((Occur.Must if not must else Occur.Should, _any(should)))
+    if not must and not should:
+        clauses.append((Occur.Must, Query.all_query()))
+    return Query.boolean_query(clauses)
+
+
+def build_filter_terms(plan: QueryPlan, schema: tantivy.Schema) -> list[tuple[Occur, Query]]:
+    """Strict form for the feed: every word must really occur (no typo, no prefix)."""
+    clauses: list[tuple[Occur, Query]] = []
+    plain_only = plan.stop_words_only
+    for unit in plan.units:
+        if unit.phrase or unit.excluded:
+            clauses.append((Occur.MustNot if unit.excluded else Occur.Must, _exact(unit, schema)))
+            continue
+        for term in unit.terms:
+            if term.stem is None and not plain_only:
+                continue
+            clauses.append((Occur.Must, _term(schema, term, plain_only)))
+    return clauses
+
+
+def _any(queries: list[Query]) -> Query:
+    return queries[0] if len(queries) == 1 else Query.boolean_query([(Occur.Should, q) for q in queries])
+
+
+def _term(schema: tantivy.Schema, term: Term, plain: bool) -> Query:
+    if plain or term.stem is None:
+        return Query.term_query(schema, "plain", term.plain)
+    return Query.term_query(schema, "text", term.stem)
+
+
+def _exact(unit: Unit, schema: tantivy.Schema) -> Query:
+    """A phrase (or a single word) as written, on the unstemmed field."""
+    if len(unit.terms) == 1:
+        term = unit.terms[0]
+        if term.stem is not None and not unit.phrase:
+            return Query.term_query(schema, "text", term.stem)
+        return Query.term_query(schema, "plain", term.plain)
+    words: list[str | tuple[int, str]] = [t.plain for t in unit.terms]
+    return Query.phrase_query(schema, "plain", words)
+
+
+def _word(term: Term, schema: tantivy.Schema, ranking: RankingConfig, is_prefix: bool, plain_only: bool) -> Query:
+    if term.stem is None:
+        # A stop word only counts when the whole query is stop words ("to be or not to be").
+        base = Query.term_query(schema, "plain", term.plain) if plain_only else None
+        options: list[Query] = [base] if base is not None else []
+    else:
+        options = [Query.term_query(schema, "text", term.stem)]
+        for field_name, boost in (
+            ("title", ranking.title_boost),
+            ("aliases", ranking.aliases_boost),
+            ("headings", ranking.headings_boost),
+        ):
+            if boost > 0:
+                options.append(Query.boost_query(Query.term_query(schema, field_name, term.stem), boost))
+        if len(term.plain) >= FUZZY_MIN_CHARS and ranking.fuzzy_weight > 0:
+            fuzzy = Query.fuzzy_term_query(schema, "plain", term.plain, distance=1, transposition_cost_one=True)
+            options.append(Query.boost_query(fuzzy, ranking.fuzzy_weight))
+    if is_prefix and ranking.prefix_weight > 0:
+        prefix = Query.phrase_prefix_query(schema, "plain", [term.plain])
+        options.append(Query.boost_query(prefix, ranking.prefix_weight))
+    return _any(options) if options else Query.empty_query()

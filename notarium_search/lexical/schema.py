@@ -1,0 +1,124 @@
+"""The Tantivy schema of a space and the mapping from `ParsedNote` to a document.
+
+Bump `SCHEMA_VERSION` whenever fields, analyzers or what goes into them
+change: the version is part of the index fingerprint, and a mismatch forces a
+rebuild from the files.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import msgspec
+import tantivy
+
+from notarium_search.analysis import Analyzers
+from notarium_search.models import NoteSummary, ParsedNote, WikiLink
+
+SCHEMA_VERSION = 3
+
+
+def fingerprint(language: str) -> str:
+    return f"lexical-v{SCHEMA_VERSION}-{language}"
+
+
+def build_schema(analyzers: Analyzers) -> tantivy.Schema:
+    stemmed, plain = analyzers.stemmed_name, analyzers.plain_name
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("path", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("title", tokenizer_name=stemmed)
+    sb.add_text_field("aliases", tokenizer_name=stemmed)
+    sb.add_text_field("headings", tokenizer_name=stemmed)
+    # Everything a reader would search, in one BM25 field: on piaf-fr one
+    # combined field beat separate title/body fields (docs/ranking.md).
+    sb.add_text_field("text", tokenizer_name=stemmed)
+    sb.add_text_field("plain", tokenizer_name=plain)
+    sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("tag_path", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("folder_path", tokenizer_name="raw", index_option="basic")
+    sb.add_date_field("created", indexed=True, fast=True)
+    sb.add_date_field("updated", indexed=True, fast=True)
+    sb.add_bytes_field("payload", stored=True)
+    return sb.build()
+
+
+class Payload(msgspec.Struct, frozen=True, array_like=True):
+    """What a hit needs back from the store, in one stored field (one decode)."""
+
+    id: str
+    path: str
+    title: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    folder: str
+    created: float  # epoch seconds
+    updated: float
+    links: tuple[tuple[str, str | None, str | None], ...]
+    text: str
+
+    def summary(self) -> NoteSummary:
+        return NoteSummary(
+            id=self.id,
+            path=self.path,
+            title=self.title,
+            tags=self.tags,
+            folder=self.folder,
+            created=datetime.fromtimestamp(self.created, tz=UTC),
+            updated=datetime.fromtimestamp(self.updated, tz=UTC),
+            aliases=self.aliases,
+        )
+
+    def wikilinks(self) -> tuple[WikiLink, ...]:
+        return tuple(WikiLink(t, h, a) for t, h, a in self.links)
+
+
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder(Payload)
+
+
+def decode_payload(raw: bytes) -> Payload:
+    return _DECODER.decode(raw)
+
+
+def ancestors(path: str) -> list[str]:
+    """ "a/b/c" → ["a", "a/b", "a/b/c"]: lets a term query match sub-folders and nested tags."""
+    parts = [p for p in path.split("/") if p]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def to_document(note: ParsedNote) -> tantivy.Document:
+    doc = tantivy.Document()
+    doc.add_text("id", note.id)
+    doc.add_text("path", note.rel_path)
+    doc.add_text("title", note.title)
+    for alias in note.aliases:
+        doc.add_text("aliases", alias)
+    for heading in note.headings:
+        doc.add_text("headings", heading)
+    # Headings are already part of the body text; tags become words too.
+    searchable = "\n".join((note.title, *note.aliases, " ".join(note.tags), note.text))
+    doc.add_text("text", searchable)
+    doc.add_text("plain", "\n".join((note.title, *note.aliases, note.text)))
+    for tag in note.tags:
+        doc.add_text("tags", tag)
+    for tag in {p for t in note.tags for p in ancestors(t)}:
+        doc.add_text("tag_path", tag)
+    for folder in ancestors(note.folder):
+        doc.add_text("folder_path", folder)
+    doc.add_date("created", note.created.astimezone(UTC))
+    doc.add_date("updated", note.updated.astimezone(UTC))
+    payload = Payload(
+        id=note.id,
+        path=note.rel_path,
+        title=note.title,
+        aliases=note.aliases,
+        tags=note.tags,
+        folder=note.folder,
+        created=note.created.timestamp(),
+        updated=note.updated.timestamp(),
+        links=tuple((link.target, link.heading, link.alias) for link in note.links),
+        text=note.text,
+    )
+    doc.add_bytes("payload", _ENCODER.encode(payload))
+    return doc

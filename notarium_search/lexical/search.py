@@ -1,0 +1,158 @@
+"""Lexical channel queries: ranked Spotlight search and the date-ordered feed."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import UTC, datetime
+
+import msgspec
+import tantivy
+from tantivy import FieldType, Occur, Order, Query
+
+from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, plan_query
+from notarium_search.lexical.schema import Payload, decode_payload
+from notarium_search.lexical.store import LexicalIndex
+from notarium_search.models import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary
+from notarium_search.settings import RankingConfig
+from notarium_search.snippets import HighlightTerms, make_snippets
+
+CHANNEL = "lexical"
+FEED_TIE_SLACK = 32  # extra rows fetched so a page boundary rarely splits equal timestamps
+
+
+class InvalidCursor(ValueError):
+    """The feed cursor was not produced by this service."""
+
+
+def search(
+    index: LexicalIndex,
+    text: str,
+    filters: FeedFilter,
+    limit: int,
+    ranking: RankingConfig,
+    with_snippets: bool = True,
+) -> ChannelResult:
+    plan = plan_query(text, index.analyzers)
+    if plan.is_empty:
+        return ChannelResult(CHANNEL, ())
+    searcher = index.searcher()
+    query = _with_filters(build_query(plan, index.schema, ranking), filters, index.schema)
+    result = searcher.search(query, limit, count=False)
+    absent = _absent_terms(searcher, plan)
+    terms = HighlightTerms.from_plan(plan, {t.stem for t in absent if t.stem})
+    hits = []
+    for score, address in result.hits:
+        payload = _payload(searcher, address)
+        snippets = make_snippets(payload.text, terms, index.analyzers) if with_snippets else ()
+        hits.append(ChannelHit(payload.summary(), float(score), snippets))
+    unmatched = tuple(dict.fromkeys(t.surface for t in absent if not _prefix_matches(searcher, plan, t)))
+    return ChannelResult(CHANNEL, tuple(hits), unmatched)
+
+
+def _absent_terms(searcher: tantivy.Searcher, plan: QueryPlan) -> list[Term]:
+    """Query words that occur in no note as such (typos, or words still being typed)."""
+    absent = []
+    for term in plan.positive:
+        if term.stem is None and not plan.stop_words_only:
+            continue
+        field, value = ("text", term.stem) if term.stem else ("plain", term.plain)
+        if searcher.doc_freq(field, value) == 0:
+            absent.append(term)
+    return absent
+
+
+def _prefix_matches(searcher: tantivy.Searcher, plan: QueryPlan, term: Term) -> bool:
+    return term is plan.prefix and bool(searcher.terms_with_prefix("plain", term.plain, limit=1))
+
+
+def feed(index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
+    """Notes where the words really occur, newest first, keyset-paginated on
+    (updated, id) so that pages stay stable while notes change."""
+    after = decode_cursor(cursor) if cursor else None
+    plan = plan_query(text, index.analyzers)
+    clauses = build_filter_terms(plan, index.schema)
+    if after is not None:
+        bound = datetime.fromtimestamp(after[0], tz=UTC)
+        clauses.append((Occur.Must, Query.range_query(index.schema, "updated", FieldType.Date, None, bound)))
+    query = _with_filters(_conjunction(clauses), filters, index.schema)
+    searcher = index.searcher()
+    fetch = limit + 1 + FEED_TIE_SLACK
+    while True:
+        result = searcher.search(query, fetch, count=False, order_by_field="updated", order=Order.Desc)
+        rows = [(key // 1_000_000_000, address) for key, address in result.hits]
+        exhausted = len(rows) < fetch
+        if not exhausted:  # the oldest timestamp group may go on past this batch
+            rows = [row for row in rows if row[0] != rows[-1][0]]
+        items = sorted(
+            ((seconds, payload.id, payload) for seconds, payload in ((s, _payload(searcher, a)) for s, a in rows)),
+            key=lambda item: (-item[0], item[1]),
+        )
+        if after is not None:
+            items = [i for i in items if i[0] < after[0] or (i[0] == after[0] and i[1] > after[1])]
+        if exhausted or len(items) > limit:
+            break
+        fetch *= 4
+    page = items[:limit]
+    more = len(items) > limit
+    next_cursor = encode_cursor(page[-1][0], page[-1][1]) if more and page else None
+    return FeedPage(tuple(p.summary() for _, _, p in page), next_cursor, partial=False)
+
+
+def count_notes(index: LexicalIndex) -> int:
+    return int(index.searcher().num_docs)
+
+
+def get_note(index: LexicalIndex, note_id: str) -> tuple[NoteSummary, str] | None:
+    searcher = index.searcher()
+    result = searcher.search(Query.term_query(index.schema, "id", note_id), 1, count=False)
+    if not result.hits:
+        return None
+    payload = _payload(searcher, result.hits[0][1])
+    return payload.summary(), payload.text
+
+
+def encode_cursor(seconds: int, note_id: str) -> str:
+    raw = msgspec.json.encode([seconds, note_id])
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        seconds, note_id = msgspec.json.decode(raw, type=tuple[int, str])
+    except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
+        raise InvalidCursor("cursor is not valid: start again without it") from exc
+    return seconds, note_id
+
+
+def _payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> Payload:
+    raw = searcher.doc(address).get_first("payload")
+    if not isinstance(raw, bytes):
+        raise ValueError("indexed document without payload: the index needs a rebuild")
+    return decode_payload(raw)
+
+
+def _conjunction(clauses: list[tuple[Occur, Query]]) -> Query:
+    if not any(occur == Occur.Must for occur, _ in clauses):
+        clauses = [*clauses, (Occur.Must, Query.all_query())]
+    return Query.boolean_query(clauses)
+
+
+def _with_filters(query: Query, filters: FeedFilter, schema: tantivy.Schema) -> Query:
+    clauses: list[tuple[Occur, Query]] = []
+    folder = (filters.folder or "").strip("/")
+    if folder:
+        clauses.append((Occur.Must, Query.term_query(schema, "folder_path", folder)))
+    for tag in filters.tags:
+        clauses.append((Occur.Must, Query.term_query(schema, "tag_path", normalise_tag(tag))))
+    if filters.since is not None or filters.until is not None:
+        clauses.append((Occur.Must, Query.range_query(schema, "updated", FieldType.Date, filters.since, filters.until)))
+    if not clauses:
+        return query
+    # Filters must not change scores: wrap them as a constant-score conjunction.
+    return Query.boolean_query([(Occur.Must, query), (Occur.Must, Query.const_score_query(_conjunction(clauses), 0.0))])
+
+
+def normalise_tag(tag: str) -> str:
+    return tag.strip().lstrip("#").strip("/").lower()

@@ -1,0 +1,191 @@
+"""Types passed between pipeline stages.
+
+Leaf module: imports nothing from the package. Every stage (scan, parse,
+index, search, API) exchanges these frozen dataclasses, so a change of shape
+is visible in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A candidate note found by the scanner (no content read yet)."""
+
+    rel_path: str  # POSIX path relative to the space root
+    abs_path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class WikiLink:
+    """An outgoing `[[target#heading|alias]]` link as written in the note."""
+
+    target: str
+    heading: str | None = None
+    alias: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedNote:
+    """Everything the indexes need from one note; produced by `parse`."""
+
+    id: str
+    rel_path: str
+    title: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    folder: str  # "" for the space root
+    created: datetime  # always timezone-aware
+    updated: datetime  # always timezone-aware
+    headings: tuple[str, ...]
+    links: tuple[WikiLink, ...]
+    text: str  # body reduced to plain text
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TextRange:
+    """A highlighted range, in Python string (code point) offsets."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    text: str
+    highlights: tuple[TextRange, ...]
+    html: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSummary:
+    """A note as returned to clients (stored fields, no body)."""
+
+    id: str
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    folder: str
+    created: datetime
+    updated: datetime
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelHit:
+    """One note found by one channel, with what that channel knows about it."""
+
+    note: NoteSummary
+    score: float
+    snippets: tuple[Snippet, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelResult:
+    """A channel's ranked answer (rank 1 first) plus its diagnostics."""
+
+    channel: str
+    hits: tuple[ChannelHit, ...]
+    unmatched_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    note: NoteSummary
+    score: float
+    snippets: tuple[Snippet, ...]
+    channels: dict[str, int]  # channel name -> 1-based rank in that channel
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    query: str
+    results: tuple[SearchHit, ...]
+    channels_used: tuple[str, ...]
+    degraded: dict[str, str]  # channel -> why it did not answer
+    unmatched_terms: tuple[str, ...]
+    partial: bool  # the space was still indexing: answered from what is committed
+    took_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class FeedFilter:
+    """Filters shared by search and feed; all optional."""
+
+    folder: str | None = None
+    tags: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FeedPage:
+    items: tuple[NoteSummary, ...]
+    next_cursor: str | None
+    partial: bool
+
+
+class IndexState(StrEnum):
+    BUILDING = "building"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class ChannelState(StrEnum):
+    DISABLED = "disabled"
+    UNAVAILABLE = "unavailable"
+    BUILDING = "building"
+    READY = "ready"
+
+
+@dataclass(slots=True)
+class IndexProgress:
+    """Mutable progress counters of one indexing run (owned by the writer)."""
+
+    state: IndexState = IndexState.BUILDING
+    total: int = 0
+    done: int = 0
+    indexed: int = 0  # notes actually (re)written this run
+    skipped: int = 0
+    deleted: int = 0
+    started_at: float = 0.0  # time.monotonic()
+    finished_at: float | None = None
+    last_indexed: datetime | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelStatus:
+    state: ChannelState
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalStatus:
+    state: IndexState
+    indexed: int  # changed notes processed in the current (or last) run
+    total: int  # changed notes to process in that run
+    notes_per_second: float | None
+    eta_seconds: float | None
+    last_indexed: datetime | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceStatus:
+    space: str
+    path: str
+    language: str
+    notes: int
+    skipped: int
+    lexical: LexicalStatus
+    semantic: ChannelStatus
+    graph: ChannelStatus
+    message: str | None

@@ -1,0 +1,82 @@
+"""Find the notes of a space on disk (stat only, no content read)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+import structlog
+
+from notarium_search.models import SourceFile
+
+log = structlog.get_logger(__name__)
+
+
+@cache
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A gitignore-like glob over POSIX relative paths: `**/` spans folders
+    (including none), `*` and `?` stay inside one path segment."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches_any(rel_path: str, patterns: Iterable[str]) -> bool:
+    return any(glob_regex(p).match(rel_path) for p in patterns)
+
+
+def scan_space(root: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -> list[SourceFile]:
+    """Every note file of the space, sorted by path. Hidden files and folders,
+    excluded folders and symlinks that lead outside the space are skipped."""
+    root_real = Path(os.path.realpath(root))
+    found: list[SourceFile] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = sorted(
+            d for d in dirnames if not d.startswith(".") and not matches_any(f"{rel_dir}{d}/", exclude)
+        )
+        for name in filenames:
+            rel_path = rel_dir + name
+            if name.startswith(".") or not matches_any(rel_path, include) or matches_any(rel_path, exclude):
+                continue
+            source = _stat(root_real, os.path.join(dirpath, name), rel_path)
+            if source is not None:
+                found.append(source)
+    found.sort(key=lambda s: s.rel_path)
+    return found
+
+
+def _stat(root_real: Path, abs_path: str, rel_path: str) -> SourceFile | None:
+    try:
+        if os.path.islink(abs_path):
+            target = Path(os.path.realpath(abs_path))
+            if root_real not in target.parents:
+                log.warning("note_skipped", path=rel_path, reason="symlink points outside the space")
+                return None
+        info = os.stat(abs_path)
+    except OSError as exc:
+        log.warning("note_skipped", path=rel_path, reason=f"cannot stat: {exc.strerror}")
+        return None
+    if not os.path.isfile(abs_path):
+        return None
+    return SourceFile(rel_path=rel_path, abs_path=abs_path, size=info.st_size, mtime_ns=info.st_mtime_ns)

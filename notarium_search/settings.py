@@ -1,0 +1,263 @@
+"""The one place configuration is read.
+
+Sources, later ones winning: built-in defaults, the TOML file named by
+`NOTARIUM_CONFIG` (or `--config`), then environment variables. Every field is
+documented here and in `docs/configuration.md` (a test keeps the two in step).
+Leaf module: imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+SPACE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+LANGUAGES = ("fr", "en")
+OVERSIZE_POLICIES = ("truncate", "skip")
+
+# Folders that are tool state, not notes: Obsidian settings, VCS, trash.
+DEFAULT_EXCLUDE = (".obsidian/**", ".git/**", ".trash/**", "node_modules/**")
+DEFAULT_INCLUDE = ("**/*.md",)
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message says which field and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankingConfig:
+    """Lexical ranking knobs. Defaults were measured on piaf-fr and cranfield
+    (see docs/ranking.md); change them only with a measurement."""
+
+    title_boost: float = 0.5
+    """Extra weight of a term found in the title field, on top of the combined
+    text field that already contains the title. 0 disables."""
+    aliases_boost: float = 0.5
+    """Extra weight of a term found in a frontmatter alias."""
+    headings_boost: float = 0.2
+    """Extra weight of a term found in a heading."""
+    fuzzy_weight: float = 0.2
+    """Score of a typo-tolerant (edit distance 1) match relative to an exact
+    one; kept low so that exact matches always rank first."""
+    prefix_weight: float = 0.5
+    """Score of an as-you-type prefix match of the last query word."""
+    phrase_boost: float = 2.0
+    """Extra weight when the whole unquoted query occurs as a phrase."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceConfig:
+    """One space: a named folder of notes."""
+
+    name: str
+    path: Path
+    language: str = "fr"
+    """Analyzer language: "fr" (French stemming + stop words) or "en"."""
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    """Glob patterns (relative POSIX paths) a note must match."""
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    """Glob patterns to skip; hidden files and folders are always skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Service settings. Environment names in brackets."""
+
+    spaces: tuple[SpaceConfig, ...] = ()
+    """Configured spaces: sub-folders of `spaces_root` plus `[spaces.NAME]`
+    tables of the config file."""
+    spaces_root: Path | None = None
+    """[NOTARIUM_SPACES_ROOT] Each sub-folder whose name is a valid space name
+    is a space."""
+    index_dir: Path = Path(".notarium-index")
+    """[NOTARIUM_INDEX_DIR] Where indexes live, one sub-folder per space.
+    Never inside a notes folder."""
+    host: str = "127.0.0.1"
+    """[NOTARIUM_HOST] Address the HTTP server binds."""
+    port: int = 8377
+    """[NOTARIUM_PORT] Port the HTTP server binds."""
+    log_level: str = "info"
+    """[NOTARIUM_LOG_LEVEL] debug, info, warning or error."""
+    language: str = "fr"
+    """[NOTARIUM_LANGUAGE] Default analyzer language of spaces."""
+    max_file_bytes: int = 2 * 1024 * 1024
+    """[NOTARIUM_MAX_FILE_BYTES] Notes larger than this are truncated or
+    skipped (see `oversize`)."""
+    oversize: str = "truncate"
+    """[NOTARIUM_OVERSIZE] "truncate" (index the first max_file_bytes) or
+    "skip"."""
+    commit_every: int = 2000
+    """[NOTARIUM_COMMIT_EVERY] Notes per intermediate commit while a space
+    builds, so search answers from what is indexed so far."""
+    vector_search: bool = False
+    """[VECTOR_SEARCH] Enable the semantic channel (not yet available)."""
+    graph_boost: bool = False
+    """[GRAPH_BOOST] Enable the wiki-link graph channel (not yet available)."""
+    ranking: RankingConfig = field(default_factory=RankingConfig)
+    """[ranking] table of the config file."""
+
+    def space(self, name: str) -> SpaceConfig | None:
+        return next((s for s in self.spaces if s.name == name), None)
+
+
+_ENV_FIELDS: Mapping[str, str] = {
+    "NOTARIUM_SPACES_ROOT": "spaces_root",
+    "NOTARIUM_INDEX_DIR": "index_dir",
+    "NOTARIUM_HOST": "host",
+    "NOTARIUM_PORT": "port",
+    "NOTARIUM_LOG_LEVEL": "log_level",
+    "NOTARIUM_LANGUAGE": "language",
+    "NOTARIUM_MAX_FILE_BYTES": "max_file_bytes",
+    "NOTARIUM_OVERSIZE": "oversize",
+    "NOTARIUM_COMMIT_EVERY": "commit_every",
+    "VECTOR_SEARCH": "vector_search",
+    "GRAPH_BOOST": "graph_boost",
+}
+_PATH_FIELDS = {"spaces_root", "index_dir"}
+_INT_FIELDS = {"port", "max_file_bytes", "commit_every"}
+_BOOL_FIELDS = {"vector_search", "graph_boost"}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def load_settings(
+    config_path: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build the settings from the file (if any) and the environment."""
+    env = os.environ if env is None else env
+    path_text = config_path or env.get("NOTARIUM_CONFIG")
+    raw: dict[str, Any] = {}
+    base_dir = Path.cwd()
+    if path_text:
+        file_path = Path(path_text)
+        try:
+            raw = tomllib.loads(file_path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {file_path}: {exc}") from exc
+        base_dir = file_path.resolve().parent
+    values: dict[str, Any] = {}
+    for key in _ENV_FIELDS.values():
+        if key in raw:
+            values[key] = _coerce(key, raw[key], base_dir)
+    for env_name, key in _ENV_FIELDS.items():
+        if env_name in env:
+            values[key] = _coerce(key, env[env_name], Path.cwd())
+    unknown = set(raw) - set(_ENV_FIELDS.values()) - {"ranking", "spaces", "include", "exclude"}
+    if unknown:
+        raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    settings = replace(Settings(), **values, ranking=_ranking(raw.get("ranking", {})))
+    _check(settings)
+    spaces = _spaces(settings, raw, base_dir)
+    return replace(settings, spaces=spaces)
+
+
+def _coerce(key: str, value: Any, base_dir: Path) -> Any:
+    if key in _PATH_FIELDS:
+        path = Path(str(value)).expanduser()
+        return Path(os.path.normpath(path if path.is_absolute() else base_dir / path))
+    if key in _INT_FIELDS:
+        try:
+            return int(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{key} must be an integer, got {value!r}") from exc
+    if key in _BOOL_FIELDS:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
+        raise ConfigError(f"{key} must be a boolean (1/0, true/false), got {value!r}")
+    return str(value)
+
+
+def _ranking(raw: Mapping[str, Any]) -> RankingConfig:
+    known = set(RankingConfig.__dataclass_fields__)
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(f"unknown [ranking] keys: {', '.join(sorted(unknown))}")
+    try:
+        return RankingConfig(**{k: float(v) for k, v in raw.items()})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[ranking] values must be numbers: {exc}") from exc
+
+
+def _check(settings: Settings) -> None:
+    if settings.language not in LANGUAGES:
+        raise ConfigError(f"language must be one of {LANGUAGES}, got {settings.language!r}")
+    if settings.oversize not in OVERSIZE_POLICIES:
+        raise ConfigError(f"oversize must be one of {OVERSIZE_POLICIES}")
+    if settings.log_level.lower() not in {"debug", "info", "warning", "error"}:
+        raise ConfigError(f"log_level must be debug, info, warning or error, got {settings.log_level!r}")
+    if not 0 < settings.port < 65536:
+        raise ConfigError(f"port must be 1..65535, got {settings.port}")
+    if settings.max_file_bytes < 1024 or settings.commit_every < 1:
+        raise ConfigError("max_file_bytes must be >= 1024 and commit_every >= 1")
+
+
+def _spaces(settings: Settings, raw: Mapping[str, Any], base_dir: Path) -> tuple[SpaceConfig, ...]:
+    include = tuple(raw.get("include", DEFAULT_INCLUDE))
+    exclude = tuple(raw.get("exclude", DEFAULT_EXCLUDE))
+    found: dict[str, SpaceConfig] = {}
+    root = settings.spaces_root
+    if root is not None:
+        if not root.is_dir():
+            raise ConfigError(f"spaces_root {root} is not a directory")
+        for child in sorted(root.iterdir()):
+            if child.is_dir() and SPACE_NAME_RE.match(child.name):
+                found[child.name] = SpaceConfig(child.name, child, settings.language, include, exclude)
+    tables = raw.get("spaces", {})
+    if not isinstance(tables, dict):
+        raise ConfigError("[spaces] must be a table of [spaces.NAME] tables")
+    for name, table in tables.items():
+        found[name] = _space_table(name, table, found.get(name), settings, base_dir, include, exclude)
+    for space in found.values():
+        _check_space(space, settings.index_dir)
+    return tuple(found[name] for name in sorted(found))
+
+
+def _space_table(
+    name: str,
+    table: Any,
+    existing: SpaceConfig | None,
+    settings: Settings,
+    base_dir: Path,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+) -> SpaceConfig:
+    if not SPACE_NAME_RE.match(name):
+        raise ConfigError(f"space name {name!r} must match {SPACE_NAME_RE.pattern}")
+    if not isinstance(table, dict):
+        raise ConfigError(f"[spaces.{name}] must be a table")
+    unknown = set(table) - {"path", "language", "include", "exclude"}
+    if unknown:
+        raise ConfigError(f"unknown keys in [spaces.{name}]: {', '.join(sorted(unknown))}")
+    if "path" in table:
+        path = _coerce("spaces_root", table["path"], base_dir)
+    elif existing is not None:
+        path = existing.path
+    else:
+        raise ConfigError(f"[spaces.{name}] needs a path (or a folder of that name under spaces_root)")
+    return SpaceConfig(
+        name=name,
+        path=path,
+        language=str(table.get("language", existing.language if existing else settings.language)),
+        include=tuple(table.get("include", include)),
+        exclude=tuple(table.get("exclude", exclude)),
+    )
+
+
+def _check_space(space: SpaceConfig, index_dir: Path) -> None:
+    if space.language not in LANGUAGES:
+        raise ConfigError(f"space {space.name}: language must be one of {LANGUAGES}")
+    if not space.path.is_dir():
+        raise ConfigError(f"space {space.name}: {space.path} is not a directory")
+    notes = space.path.resolve()
+    index = index_dir.resolve()
+    if index == notes or notes in index.parents:
+        raise ConfigError(f"index_dir {index} must not be inside the notes folder of space {space.name}")

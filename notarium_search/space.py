@@ -1,0 +1,159 @@
+"""A space at run time: its indexes, its single writer thread, its status.
+
+All writes go through one thread fed by a queue; readers (request threads)
+only take Tantivy searchers, which see the last commit and never block on the
+writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Callable
+
+import structlog
+
+from notarium_search.indexer import SpaceIndexer, index_fingerprint
+from notarium_search.lexical.store import LexicalIndex
+from notarium_search.manifest import Manifest
+from notarium_search.models import (
+    ChannelState,
+    ChannelStatus,
+    IndexProgress,
+    IndexState,
+    LexicalStatus,
+    SpaceStatus,
+)
+from notarium_search.settings import Settings, SpaceConfig
+
+BUILDING_MESSAGE = "Building search index…"
+NOT_YET_AVAILABLE = "not available in this version"
+
+log = structlog.get_logger(__name__)
+
+
+class NotIndexed(RuntimeError):
+    """A read-only open found no index for the space."""
+
+
+class Space:
+    def __init__(self, config: SpaceConfig, settings: Settings, read_only: bool = False) -> None:
+        """`read_only`: open what another process (the service) built, never
+        write: for CLI searches beside a running service."""
+        self.config = config
+        self.settings = settings
+        self.name = config.name
+        self.directory = settings.index_dir / config.name
+        manifest = Manifest.load(self.directory / "manifest.json", index_fingerprint(config, settings))
+        if read_only:
+            if not manifest.entries or not (self.directory / "lexical" / "meta.json").exists():
+                raise NotIndexed(f"space {self.name} is not indexed yet: run `notarium-search index {self.name}`")
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if not manifest.entries:
+                # No trustworthy record of what the index holds: rebuild it from the files.
+                shutil.rmtree(self.directory / "lexical", ignore_errors=True)
+        self.lexical = LexicalIndex(self.directory / "lexical", config.language)
+        if self.lexical.created:
+            manifest.entries.clear()
+        self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
+        self._jobs: queue.Queue[bool | None] = queue.Queue()
+        self.stop_event = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: str | None = None
+
+    # -- writer thread ----------------------------------------------------
+
+    def start(self) -> None:
+        """Start the writer thread and queue the start-up reconcile."""
+        self._thread = threading.Thread(target=self._run, name=f"writer-{self.name}", daemon=True)
+        self._thread.start()
+        self._jobs.put(False)
+
+    def request_reindex(self) -> None:
+        self._jobs.put(False)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.stop_event.set()
+        self._jobs.put(None)
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.lexical.close()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        return self._ready.wait(timeout)
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None or self.stop_event.is_set():
+                return
+            # A failed pass is logged and shown in status; the thread keeps serving jobs.
+            with contextlib.suppress(Exception):
+                self.run_reconcile()
+
+    def run_reconcile(self, on_progress: Callable[[IndexProgress], None] | None = None) -> IndexProgress:
+        """One reconcile pass on the calling thread (the writer thread, or the CLI)."""
+        try:
+            progress = self.indexer.reconcile(self.stop_event, on_progress)
+        except Exception as exc:
+            log.exception("space_index_failed", space=self.name)
+            self._failure = f"{type(exc).__name__}: {exc}"
+            self.indexer.progress.state = IndexState.FAILED
+            self._ready.set()  # searches answer from the last commit, flagged as partial
+            raise
+        self._failure = None
+        if progress.state == IndexState.READY:
+            self._ready.set()
+        return progress
+
+    # -- readers ----------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.indexer.progress.state == IndexState.READY
+
+    def status(self) -> SpaceStatus:
+        progress = self.indexer.progress
+        rate, eta = rate_and_eta(progress)
+        lexical = LexicalStatus(
+            state=progress.state,
+            indexed=progress.done,
+            total=progress.total,
+            notes_per_second=rate,
+            eta_seconds=eta,
+            last_indexed=progress.last_indexed,
+            error=self._failure,
+        )
+        return SpaceStatus(
+            space=self.name,
+            path=str(self.config.path),
+            language=self.config.language,
+            notes=int(self.lexical.searcher().num_docs),
+            skipped=len(self.indexer.manifest.skipped()),
+            lexical=lexical,
+            semantic=self.channel_status(self.settings.vector_search),
+            graph=self.channel_status(self.settings.graph_boost),
+            message=BUILDING_MESSAGE if progress.state == IndexState.BUILDING else None,
+        )
+
+    @staticmethod
+    def channel_status(enabled: bool) -> ChannelStatus:
+        if not enabled:
+            return ChannelStatus(ChannelState.DISABLED)
+        return ChannelStatus(ChannelState.UNAVAILABLE, NOT_YET_AVAILABLE)
+
+
+def rate_and_eta(progress: IndexProgress) -> tuple[float | None, float | None]:
+    end = progress.finished_at or time.monotonic()
+    elapsed = end - progress.started_at
+    if progress.done == 0 or elapsed <= 0:
+        return None, None
+    rate = progress.done / elapsed
+    remaining = max(progress.total - progress.done, 0)
+    eta = remaining / rate if progress.state == IndexState.BUILDING else 0.0
+    return round(rate, 1), round(eta, 1)
