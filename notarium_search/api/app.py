@@ -15,7 +15,7 @@ from litestar import Litestar, get
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
-from litestar.params import Parameter
+from litestar.params import Parameter, PathParameter
 
 from notarium_search import __version__
 from notarium_search.api import errors
@@ -38,6 +38,7 @@ from notarium_search.space import BUILDING_MESSAGE
 MAX_QUERY_CHARS = 1000  # longer input is a paste, not a query
 MAX_FILTER_CHARS = 500
 
+SpaceName = Annotated[str, PathParameter(description="Space name (GET /spaces lists them)")]
 Query = Annotated[str, Parameter(description="Query text; any input is accepted", max_length=MAX_QUERY_CHARS)]
 Limit = Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description=f"Results to return (1-{MAX_LIMIT})")]
 Folder = Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS, description="Folder, sub-folders included")]
@@ -68,7 +69,7 @@ def list_spaces(state: State) -> list[SpaceOut]:
 
 
 @get("/spaces/{space:str}/status", sync_to_thread=True)
-def space_status(state: State, space: str) -> SpaceStatus:
+def space_status(state: State, space: SpaceName) -> SpaceStatus:
     """One space's indexing state."""
     service: Service = state.service
     return service.space(space).status()
@@ -76,7 +77,7 @@ def space_status(state: State, space: str) -> SpaceStatus:
 
 @get("/spaces/{space:str}/search", sync_to_thread=True)
 def search(
-    state: State, space: str, q: Query = "", limit: Limit = 10, folder: Folder = None, tag: Tags = None
+    state: State, space: SpaceName, q: Query = "", limit: Limit = 10, folder: Folder = None, tag: Tags = None
 ) -> SearchBody:
     """Spotlight search: ranked notes with highlighted snippets."""
     filters = FeedFilter(folder=folder, tags=_tags(tag))
@@ -86,7 +87,7 @@ def search(
 @get("/spaces/{space:str}/feed", sync_to_thread=True)
 def feed(
     state: State,
-    space: str,
+    space: SpaceName,
     q: Query = "",
     folder: Folder = None,
     tag: Tags = None,

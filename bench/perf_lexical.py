@@ -1,0 +1,895 @@
+"""Performance of the lexical pipeline: indexing, Spotlight and feed latency, HTTP, memory.
+
+Builds a synthetic space of Markdown notes from the eval corpora (French
+passages from piaf-fr, English ones from cranfield), indexes it with the real
+pipeline, then measures:
+
+* full index time (notes/s), then a second reconcile with nothing changed;
+* in-process `Service.search` latency (snippets included: the real path) and
+  `Service.feed`, with a query and with only a tag filter;
+* HTTP latency through a real `python -m notarium_search serve` on the same
+  index: one keep-alive client, then 4 concurrent clients (throughput);
+* peak RSS of the server and of this process, index size on disk.
+
+    .venv/bin/python bench/perf_lexical.py --notes 10000 --out /tmp/perf.json
+    .venv/bin/python bench/perf_lexical.py --notes 500 --quick     # CI smoke run, < 60 s
+
+Everything is seeded: two runs write the same notes (`corpus.sha256` in the
+output) and send the same queries, whatever --notes is. `--profile` runs the
+indexing and in-process query phases under cProfile (their timings are then
+inflated) and prints the top functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import http.client
+import io
+import json
+import math
+import os
+import platform
+import pstats
+import random
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from notarium_search.logsetup import configure_logging
+from notarium_search.models import FeedFilter
+from notarium_search.service import Service
+from notarium_search.settings import Settings, SpaceConfig
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SPACE = "perf"
+DEFAULT_NOTES = 10_000
+DEFAULT_EVAL_DIR = PROJECT_ROOT.parent / "shared" / "eval"
+CORPUS_SEED = 20_240_501  # fixed: every run writes byte-identical notes
+QUERY_SEED = 7  # separate from the corpus seed: the query list does not depend on --notes
+
+# -- synthetic notes -------------------------------------------------------
+
+ENGLISH_NOTE_SHARE = 0.15  # users write mostly French; some notes are English (cranfield)
+LONG_NOTE_SHARE = 0.01  # 1 note in 100 is a long document (exercises snippets and length norms)
+LONG_NOTE_CHARS = 20_000
+SECTION_PASSAGES = (3, 5)  # passages per `##` section of a long note
+BODY_CHARS = (300, 3_000)  # drawn log-uniformly: many short notes, a tail of longer ones
+LINK_SHARE = 0.4  # share of notes that link to others with [[wiki-links]]
+MAX_LINKS = 4
+MAX_TAGS = 3
+TITLE_LEAD_WORDS = 4  # "Article — first words of the passage": distinct titles from 191 articles
+ENGLISH_TITLE_WORDS = 8  # cranfield titles are whole sentences: keep the start
+MAX_FILE_NAME_CHARS = 100
+DATES_START = datetime(2021, 1, 1, tzinfo=UTC)
+DATES_SPAN_SECONDS = 4 * 365 * 86_400  # created dates spread over four years
+MAX_EDIT_DAYS = 180  # `updated` falls within six months after `created`
+TAG_VOCABULARY = (
+    "projet/alpha",
+    "projet/beta",
+    "lecture",
+    "réunion",
+    "idée",
+    "todo",
+    "histoire",
+    "science/physique",
+    "science/aéro",
+    "politique",
+    "sport",
+    "personnel",
+)
+# 20 folders, some nested; "" is the space root. Journal notes are titled by date.
+FOLDERS = (
+    "",
+    "Inbox",
+    "Journal",
+    "Journal/2022",
+    "Journal/2023",
+    "Journal/2024",
+    "Projets",
+    "Projets/Alpha",
+    "Projets/Beta",
+    "Projets/Beta/Réunions",
+    "Lectures",
+    "Lectures/Livres",
+    "Lectures/Articles",
+    "Recherche",
+    "Recherche/Aéro",
+    "Recherche/Aéro/Soufflerie",
+    "Histoire",
+    "Personnel",
+    "Archives",
+    "Archives/2021",
+)
+_UNSAFE_FILE_CHARS = str.maketrans(dict.fromkeys('/\\:*?"<>|#^[]', " "))
+
+# -- what is measured --------------------------------------------------------
+
+SEARCH_LIMIT = 10  # what the Spotlight UI asks for
+FEED_LIMIT = 20  # one feed page
+PREFIX_CHARS = (4, 6)  # as-you-type: the first 4-6 letters of a word
+PREFIX_MIN_WORD = 7  # only words long enough to be cut mid-way
+# Feed queries are the 1 or 2 longest words of a question: the feed requires every
+# word to occur, so whole questions would almost always give an empty page.
+HOST = "127.0.0.1"
+CLIENTS = 4  # concurrent HTTP clients for the throughput run
+HTTP_WARMUP = 20
+HTTP_TIMEOUT = 30.0
+SERVER_READY_TIMEOUT = 120.0  # start-up + a no-change reconcile of 10,000 notes
+POLL_SECONDS = 0.1
+TRANSPORT_ERROR = -1  # "status" recorded when the connection failed
+LOG_TAIL_CHARS = 2_000
+PROFILE_LINES = 25
+MIB = 1024 * 1024
+
+TARGET_NOTES_PER_S = 1_000
+TARGET_SEARCH_P50_MS = 2.0
+TARGET_HTTP_P50_MS = 10.0
+TARGET_RSS_MB = 200
+
+
+class BenchError(RuntimeError):
+    """The benchmark cannot run or produced an inconsistent result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How much to measure: the full run, or the CI smoke run (--quick)."""
+
+    fr_queries: int
+    en_queries: int
+    prefix_queries: int
+    warmup: int
+    feed_queries: int
+    tag_feed_rounds: int  # each round asks the feed once per tag of the vocabulary
+    concurrent_seconds: float
+
+
+# 300 queries: enough for a stable p99 (3 samples above it), a few seconds per pass.
+FULL = Plan(200, 50, 50, warmup=50, feed_queries=100, tag_feed_rounds=5, concurrent_seconds=10.0)
+# The CI smoke run checks that every phase still works, not the figures.
+QUICK = Plan(40, 10, 10, warmup=10, feed_queries=20, tag_feed_rounds=1, concurrent_seconds=2.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Corpora:
+    french: list[Passage]
+    english: list[Passage]
+    french_queries: list[str]
+    english_queries: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSpec:
+    path: str  # POSIX, relative to the notes folder
+    title: str
+    english: bool
+    long: bool
+    chars: int
+    first: Passage  # the title is derived from it, so it opens the body
+    tags: tuple[str, ...]
+    created: datetime
+    updated: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class BenchQuery:
+    kind: str  # "fr", "en" or "prefix"
+    text: str
+
+
+# -- corpora ---------------------------------------------------------------
+
+
+def load_corpora(eval_dir: Path) -> Corpora:
+    files = {
+        name: eval_dir / collection / f"{name.split('_')[1]}.jsonl"
+        for name, collection in (
+            ("fr_corpus", "piaf-fr"),
+            ("fr_queries", "piaf-fr"),
+            ("en_corpus", "cranfield"),
+            ("en_queries", "cranfield"),
+        )
+    }
+    missing = [str(path) for path in files.values() if not path.is_file()]
+    if missing:
+        raise BenchError(
+            f"eval corpora not found: {', '.join(missing)}; pass --eval-dir DIR (a folder holding piaf-fr/ and"
+            " cranfield/, see ../shared/eval)"
+        )
+    return Corpora(
+        french=_passages(files["fr_corpus"]),
+        english=_passages(files["en_corpus"]),
+        french_queries=_texts(files["fr_queries"]),
+        english_queries=_texts(files["en_queries"]),
+    )
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _passages(path: Path) -> list[Passage]:
+    return [Passage(str(r.get("title") or ""), str(r["text"]).strip()) for r in _rows(path) if str(r["text"]).strip()]
+
+
+def _texts(path: Path) -> list[str]:
+    return [str(r["text"]).strip() for r in _rows(path) if str(r["text"]).strip()]
+
+
+# -- synthetic space -------------------------------------------------------
+
+
+def build_space(notes_dir: Path, count: int, corpora: Corpora) -> dict[str, Any]:
+    """Write `count` notes under `notes_dir`; returns what was written."""
+    started = time.perf_counter()
+    rng = random.Random(CORPUS_SEED)
+    specs = plan_notes(count, rng, corpora)
+    titles = [spec.title for spec in specs]
+    digest = hashlib.sha256()
+    total_bytes = linked = 0
+    for spec in specs:
+        body, has_links = render_body(spec, rng, corpora, titles)
+        data = (frontmatter(spec) + body + "\n").encode("utf-8")
+        path = notes_dir / spec.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        digest.update(spec.path.encode("utf-8") + b"\0" + data)
+        total_bytes += len(data)
+        linked += has_links
+    return {
+        "notes": count,
+        "long_notes": sum(s.long for s in specs),
+        "english_notes": sum(s.english for s in specs),
+        "notes_with_links": linked,
+        "folders": len(FOLDERS) - 1,
+        "bytes": total_bytes,
+        "mean_note_bytes": round(total_bytes / max(count, 1)),
+        "sha256": digest.hexdigest(),
+        "generate_seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def plan_notes(count: int, rng: random.Random, corpora: Corpora) -> list[NoteSpec]:
+    titles: set[str] = set()
+    paths: set[str] = set()
+    specs = []
+    for _ in range(count):
+        english = rng.random() < ENGLISH_NOTE_SHARE
+        first = rng.choice(corpora.english if english else corpora.french)
+        folder = rng.choice(FOLDERS)
+        created = DATES_START + timedelta(seconds=rng.randrange(DATES_SPAN_SECONDS))
+        updated = created + timedelta(seconds=rng.randrange(MAX_EDIT_DAYS * 86_400))
+        title = _unique(_title(first, english, folder, created), titles)
+        path = _unique(_file_name(title), paths, folder=folder)
+        long = rng.random() < LONG_NOTE_SHARE
+        chars = LONG_NOTE_CHARS if long else round(math.exp(rng.uniform(*map(math.log, BODY_CHARS))))
+        tags = tuple(rng.sample(TAG_VOCABULARY, rng.randint(0, MAX_TAGS)))
+        specs.append(NoteSpec(path, title, english, long, chars, first, tags, created, updated))
+    return specs
+
+
+def _title(first: Passage, english: bool, folder: str, created: datetime) -> str:
+    if folder.startswith("Journal"):
+        return f"{created:%Y-%m-%d}"  # daily notes
+    if english:
+        words = first.title.rstrip(" .").split()[:ENGLISH_TITLE_WORDS]
+        return " ".join(words).capitalize() or "Untitled"
+    lead = " ".join(first.text.split()[:TITLE_LEAD_WORDS]).rstrip(",.;:")
+    return f"{first.title} — {lead}"
+
+
+def _file_name(title: str) -> str:
+    return " ".join(title.translate(_UNSAFE_FILE_CHARS).split())[:MAX_FILE_NAME_CHARS]
+
+
+def _unique(name: str, used: set[str], folder: str | None = None) -> str:
+    """`name`, or `name (2)`, `name (3)`…; with `folder`, a unique `folder/name.md` path."""
+    number = 1
+    while True:
+        candidate = name if number == 1 else f"{name} ({number})"
+        if folder is not None:
+            candidate = f"{folder}/{candidate}.md" if folder else f"{candidate}.md"
+        if candidate not in used:
+            used.add(candidate)
+            return candidate
+        number += 1
+
+
+def frontmatter(spec: NoteSpec) -> str:
+    return "\n".join(
+        (
+            "---",
+            f"title: {json.dumps(spec.title, ensure_ascii=False)}",
+            f"tags: {json.dumps(list(spec.tags), ensure_ascii=False)}",
+            f"created: {spec.created:%Y-%m-%d}",
+            f"updated: {spec.updated:%Y-%m-%dT%H:%M:%S}",
+            "---",
+            "",
+            "",
+        )
+    )
+
+
+def render_body(spec: NoteSpec, rng: random.Random, corpora: Corpora, titles: list[str]) -> tuple[str, bool]:
+    """The note's Markdown body and whether it holds wiki-links."""
+    pool = corpora.english if spec.english else corpora.french
+    body = _long_body(spec, rng, pool) if spec.long else _short_body(spec, rng, pool)
+    if rng.random() >= LINK_SHARE:
+        return body, False
+    targets = rng.sample(titles, rng.randint(1, MAX_LINKS))
+    links = [f"[[{t}]]" if rng.random() < 0.7 else f"[[{t}|{t.split()[0].lower()}]]" for t in targets]
+    lead = "See also" if spec.english else "Voir aussi"
+    return f"{body}\n\n{lead} : {', '.join(links)}.", True
+
+
+def _short_body(spec: NoteSpec, rng: random.Random, pool: list[Passage]) -> str:
+    paragraphs = [spec.first.text]
+    while sum(map(len, paragraphs)) < spec.chars:
+        paragraphs.append(rng.choice(pool).text)
+    return _cut_words("\n\n".join(paragraphs), spec.chars)
+
+
+def _long_body(spec: NoteSpec, rng: random.Random, pool: list[Passage]) -> str:
+    parts = [spec.first.text]
+    size = len(spec.first.text)
+    while size < spec.chars:
+        passages = [rng.choice(pool) for _ in range(rng.randint(*SECTION_PASSAGES))]
+        heading = passages[0].title.rstrip(" .") or " ".join(passages[0].text.split()[:TITLE_LEAD_WORDS])
+        section = f"## {heading}\n\n" + "\n\n".join(p.text for p in passages)
+        parts.append(section)
+        size += len(section)
+    return "\n\n".join(parts)
+
+
+def _cut_words(text: str, chars: int) -> str:
+    if len(text) <= chars:
+        return text
+    space = text.rfind(" ", 0, chars)
+    return text[: space if space > 0 else chars].rstrip(" ,;:") + "."
+
+
+# -- queries ---------------------------------------------------------------
+
+
+def build_queries(plan: Plan, corpora: Corpora) -> list[BenchQuery]:
+    """A fixed, shuffled mix of French and English questions and as-you-type prefixes."""
+    rng = random.Random(QUERY_SEED)
+    queries = [BenchQuery("fr", q) for q in rng.sample(corpora.french_queries, plan.fr_queries)]
+    queries += [BenchQuery("en", q) for q in rng.sample(corpora.english_queries, plan.en_queries)]
+    sources = corpora.french_queries + corpora.english_queries
+    prefixes: list[BenchQuery] = []
+    for source in rng.sample(sources, len(sources)):
+        typed = as_you_type(source, rng)
+        if typed is not None:
+            prefixes.append(BenchQuery("prefix", typed))
+        if len(prefixes) == plan.prefix_queries:
+            break
+    queries += prefixes
+    rng.shuffle(queries)
+    return queries
+
+
+def as_you_type(query: str, rng: random.Random) -> str | None:
+    """The query as typed so far: cut inside a long word, alone or after the words before it."""
+    words = query.split()
+    long_words = [i for i, w in enumerate(words) if len(w) >= PREFIX_MIN_WORD and w.isalpha()]
+    if not long_words:
+        return None
+    i = rng.choice(long_words)
+    cut = words[i][: rng.randint(*PREFIX_CHARS)]
+    return cut if rng.random() < 0.5 else " ".join([*words[:i], cut])
+
+
+def feed_keywords(query: str, count: int) -> str:
+    """The feed is filtered by a word or two (every word must occur), not by a question."""
+    words = sorted((w for w in query.split() if w.isalpha()), key=len, reverse=True)
+    return " ".join(words[:count])
+
+
+# -- measurement helpers -----------------------------------------------------
+
+
+def elapsed_ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def summarize(samples_ms: Sequence[float]) -> dict[str, Any]:
+    """count, p50/p95/p99, mean and max in milliseconds."""
+    if not samples_ms:
+        return {"count": 0}
+    cuts = statistics.quantiles(samples_ms, n=100, method="inclusive") if len(samples_ms) > 1 else [samples_ms[0]] * 99
+    return {
+        "count": len(samples_ms),
+        "p50_ms": round(cuts[49], 3),
+        "p95_ms": round(cuts[94], 3),
+        "p99_ms": round(cuts[98], 3),
+        "mean_ms": round(statistics.fmean(samples_ms), 3),
+        "max_ms": round(max(samples_ms), 3),
+    }
+
+
+def peak_rss_mb() -> float:
+    """Peak RSS of this process (ru_maxrss is in KiB on Linux)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def proc_status_mb(pid: int, key: str, path: Path | None = None) -> float | None:
+    """A `Key: N kB` line of /proc/<pid>/status (or of `path`), in MiB; None off Linux."""
+    try:
+        lines = (path or Path(f"/proc/{pid}/status")).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith(f"{key}:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def dir_size(path: Path) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
+class Profiler:
+    """Optional cProfile of named phases; the top functions go to the results."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.reports: dict[str, str] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        if not self.enabled:
+            yield
+            return
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            yield
+        finally:
+            profile.disable()
+            out = io.StringIO()
+            stats = pstats.Stats(profile, stream=out)
+            stats.sort_stats("tottime").print_stats(PROFILE_LINES)
+            stats.sort_stats("cumulative").print_stats(PROFILE_LINES)
+            self.reports[name] = out.getvalue()
+
+
+# -- in-process phases -------------------------------------------------------
+
+
+def measure_indexing(service: Service, expected: int, profiler: Profiler) -> dict[str, Any]:
+    space = service.spaces[SPACE]
+    started = time.perf_counter()
+    with profiler.phase("index"):
+        full = space.run_reconcile()
+    full_s = time.perf_counter() - started
+    if full.indexed != expected or full.skipped:
+        raise BenchError(f"indexed {full.indexed} notes and skipped {full.skipped}, expected {expected} and 0")
+    started = time.perf_counter()
+    again = space.run_reconcile()
+    noop_s = time.perf_counter() - started
+    return {
+        "full_seconds": round(full_s, 3),
+        "notes_per_second": round(expected / full_s, 1),
+        "noop_reconcile_seconds": round(noop_s, 3),
+        "noop_reconcile_indexed": again.indexed,
+        "indexed_docs": space.status().notes,
+    }
+
+
+def measure_search(service: Service, queries: list[BenchQuery], plan: Plan, profiler: Profiler) -> dict[str, Any]:
+    for query in queries[: plan.warmup]:
+        service.search(SPACE, query.text, FeedFilter(), SEARCH_LIMIT)
+    by_kind: dict[str, list[float]] = defaultdict(list)
+    empty = 0
+    with profiler.phase("search"):
+        for query in queries:
+            started = time.perf_counter()
+            response = service.search(SPACE, query.text, FeedFilter(), SEARCH_LIMIT)
+            by_kind[query.kind].append(elapsed_ms(started))
+            empty += not response.results
+    every = [ms for samples in by_kind.values() for ms in samples]
+    return {
+        **summarize(every),
+        "warmup": plan.warmup,
+        "empty_results": empty,
+        "by_kind": {kind: summarize(samples) for kind, samples in sorted(by_kind.items())},
+    }
+
+
+def measure_feed(service: Service, queries: list[BenchQuery], plan: Plan) -> dict[str, Any]:
+    sources = [q.text for q in queries if q.kind != "prefix"][: plan.feed_queries]
+    texts = [feed_keywords(text, 1 + i % 2) for i, text in enumerate(sources)]
+    with_query, empty = [], 0
+    for text in texts:
+        started = time.perf_counter()
+        page = service.feed(SPACE, text, FeedFilter(), FEED_LIMIT, None)
+        with_query.append(elapsed_ms(started))
+        empty += not page.items
+    by_tag = []
+    for _ in range(plan.tag_feed_rounds):
+        for tag in TAG_VOCABULARY:
+            started = time.perf_counter()
+            service.feed(SPACE, "", FeedFilter(tags=(tag,)), FEED_LIMIT, None)
+            by_tag.append(elapsed_ms(started))
+    return {"query": {**summarize(with_query), "empty_pages": empty}, "tag_only": summarize(by_tag)}
+
+
+# -- HTTP phases -------------------------------------------------------------
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection; reconnects after a transport error."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.conn = http.client.HTTPConnection(HOST, port, timeout=HTTP_TIMEOUT)
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        try:
+            self.conn.request("GET", path)
+            response = self.conn.getresponse()
+            return response.status, response.read()
+        except (OSError, http.client.HTTPException):
+            self.close()
+            self.conn = http.client.HTTPConnection(HOST, self.port, timeout=HTTP_TIMEOUT)
+            return TRANSPORT_ERROR, b""
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def search_path(text: str) -> str:
+    return f"/spaces/{SPACE}/search?q={urllib.parse.quote(text, safe='')}&limit={SEARCH_LIMIT}"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def server_env(spaces_root: Path, index_dir: Path, port: int) -> dict[str, str]:
+    """The caller's environment without any notarium setting, plus ours."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOTARIUM_")}
+    env.pop("VECTOR_SEARCH", None)
+    env.pop("GRAPH_BOOST", None)
+    env.update(
+        NOTARIUM_SPACES_ROOT=str(spaces_root),
+        NOTARIUM_INDEX_DIR=str(index_dir),
+        NOTARIUM_HOST=HOST,
+        NOTARIUM_PORT=str(port),
+        NOTARIUM_LOG_LEVEL="warning",
+    )
+    return env
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    process: subprocess.Popen[bytes]
+    port: int
+    ready_seconds: float
+
+
+@contextmanager
+def running_server(spaces_root: Path, index_dir: Path, log_path: Path) -> Iterator[Server]:
+    port = free_port()
+    started = time.perf_counter()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "notarium_search", "serve"],
+            cwd=PROJECT_ROOT,
+            env=server_env(spaces_root, index_dir, port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_ready(process, port, log_path)
+            yield Server(process, port, round(time.perf_counter() - started, 3))
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=HTTP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def wait_ready(process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
+    """Until /healthz answers and /status shows the space ready."""
+    deadline = time.monotonic() + SERVER_READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise BenchError(f"server exited with code {process.returncode}:\n{_tail(log_path)}")
+        if _space_ready(port):
+            return
+        time.sleep(POLL_SECONDS)
+    raise BenchError(f"server not ready after {SERVER_READY_TIMEOUT:.0f} s:\n{_tail(log_path)}")
+
+
+def _space_ready(port: int) -> bool:
+    client = Client(port)
+    try:
+        if client.get("/healthz")[0] != http.client.OK:
+            return False
+        status, body = client.get("/status")
+    finally:
+        client.close()
+    if status != http.client.OK:
+        return False
+    state = json.loads(body)
+    spaces = {s["space"]: s for s in state["spaces"]}
+    if SPACE not in spaces:
+        raise BenchError(f"the server does not serve space {SPACE!r}: {sorted(spaces)}")
+    lexical = spaces[SPACE]["lexical"]
+    if lexical["state"] == "failed":
+        raise BenchError(f"the server failed to open the index: {lexical['error']}")
+    return state["message"] is None and lexical["state"] == "ready"
+
+
+def _tail(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
+
+
+def measure_http_single(port: int, paths: list[str]) -> dict[str, Any]:
+    client = Client(port)
+    statuses: Counter[int] = Counter()
+    samples = []
+    try:
+        for path in paths[:HTTP_WARMUP]:
+            client.get(path)
+        for path in paths:
+            started = time.perf_counter()
+            status, _ = client.get(path)
+            samples.append(elapsed_ms(started))
+            statuses[status] += 1
+    finally:
+        client.close()
+    return {**summarize(samples), **_status_counts(statuses)}
+
+
+def measure_http_concurrent(port: int, paths: list[str], seconds: float) -> dict[str, Any]:
+    """CLIENTS threads, each on its own connection, for `seconds`."""
+    samples: list[list[float]] = [[] for _ in range(CLIENTS)]
+    statuses: list[Counter[int]] = [Counter() for _ in range(CLIENTS)]
+    start = threading.Barrier(CLIENTS + 1)
+
+    def worker(k: int) -> None:
+        client = Client(port)
+        offset = k * len(paths) // CLIENTS  # clients do not send the same query at the same time
+        start.wait()
+        deadline = time.perf_counter() + seconds
+        i = 0
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            status, _ = client.get(paths[(offset + i) % len(paths)])
+            samples[k].append(elapsed_ms(started))
+            statuses[k][status] += 1
+            i += 1
+        client.close()
+
+    threads = [threading.Thread(target=worker, args=(k,), name=f"client-{k}") for k in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - began
+    every = [ms for per_client in samples for ms in per_client]
+    return {
+        "clients": CLIENTS,
+        "seconds": round(wall, 3),
+        "queries_per_second": round(len(every) / wall, 1),
+        **summarize(every),
+        **_status_counts(sum(statuses, Counter())),
+    }
+
+
+def _status_counts(statuses: Counter[int]) -> dict[str, Any]:
+    failures = {str(code): n for code, n in sorted(statuses.items()) if code != http.client.OK}
+    return {"non_200": sum(failures.values()), "non_200_by_status": failures}
+
+
+def measure_http(work: Path, queries: list[BenchQuery], plan: Plan) -> dict[str, Any]:
+    paths = [search_path(q.text) for q in queries]
+    with running_server(work / "spaces", work / "index", work / "server.log") as server:
+        single = measure_http_single(server.port, paths)
+        concurrent = measure_http_concurrent(server.port, paths, plan.concurrent_seconds)
+        pid = server.process.pid
+        memory = {"peak_rss_mb": proc_status_mb(pid, "VmHWM"), "rss_mb": proc_status_mb(pid, "VmRSS")}
+        ready = server.ready_seconds
+    return {"server_ready_seconds": ready, "single": single, "concurrent": concurrent, "server_memory": memory}
+
+
+# -- report ----------------------------------------------------------------
+
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "ram_mb": proc_status_mb(0, "MemTotal", Path("/proc/meminfo")),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "tantivy": metadata.version("tantivy"),
+        "date": datetime.now(tz=UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _cpu_model() -> str | None:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), None)
+
+
+def check_targets(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each target: measured value, limit, and whether it is met."""
+    server_rss = results["http"]["server_memory"]["peak_rss_mb"]
+    rows = {
+        "index_notes_per_second": (results["index"]["notes_per_second"], TARGET_NOTES_PER_S, True),
+        "search_p50_ms": (results["search"]["p50_ms"], TARGET_SEARCH_P50_MS, False),
+        "http_p50_ms": (results["http"]["single"]["p50_ms"], TARGET_HTTP_P50_MS, False),
+        "server_peak_rss_mb": (server_rss, TARGET_RSS_MB, False),
+        "bench_peak_rss_mb": (results["memory"]["bench_peak_rss_mb"], TARGET_RSS_MB, False),
+    }
+    return {
+        name: {
+            "value": value,
+            "target": limit,
+            "met": value is not None and (value >= limit if at_least else value <= limit),
+        }
+        for name, (value, limit, at_least) in rows.items()
+    }
+
+
+def print_summary(results: dict[str, Any]) -> None:
+    corpus, index, search, feed, http_ = (results[k] for k in ("corpus", "index", "search", "feed", "http"))
+    single, concurrent = http_["single"], http_["concurrent"]
+    rows = [
+        ("notes", f"{corpus['notes']:,} ({corpus['bytes'] / MIB:.1f} MiB, {corpus['long_notes']} long)"),
+        ("full index", f"{index['full_seconds']:.2f} s = {index['notes_per_second']:,.0f} notes/s"),
+        ("no-change reconcile", f"{index['noop_reconcile_seconds'] * 1000:.1f} ms"),
+        ("index size", f"{index['size_bytes'] / MIB:.1f} MiB"),
+        ("search in-process", _latency(search)),
+        *((f"  {kind}", _latency(s)) for kind, s in search["by_kind"].items()),
+        ("feed with query", _latency(feed["query"])),
+        ("feed tag only", _latency(feed["tag_only"])),
+        ("server ready after", f"{http_['server_ready_seconds']:.2f} s"),
+        ("HTTP 1 client", _latency(single) + f"  non-200: {single['non_200']}"),
+        (f"HTTP {concurrent['clients']} clients", _throughput(concurrent)),
+        ("server peak RSS", f"{http_['server_memory']['peak_rss_mb']} MiB"),
+        ("bench peak RSS", f"{results['memory']['bench_peak_rss_mb']} MiB"),
+    ]
+    width = max(len(label) for label, _ in rows)
+    print(f"\nnotarium-search lexical perf — {results['machine']['cpus']} cpus, {results['machine']['date']}")
+    for label, value in rows:
+        print(f"  {label:<{width}}  {value}")
+    print("targets:")
+    for name, target in results["targets"].items():
+        print(f"  {name:<{width}}  {target['value']} vs {target['target']}  {'ok' if target['met'] else 'MISSED'}")
+
+
+def _latency(summary: dict[str, Any]) -> str:
+    if not summary.get("count"):
+        return "no samples"
+    p50, p95, p99 = (summary[k] for k in ("p50_ms", "p95_ms", "p99_ms"))
+    return f"p50 {p50:.2f}  p95 {p95:.2f}  p99 {p99:.2f} ms (n={summary['count']})"
+
+
+def _throughput(summary: dict[str, Any]) -> str:
+    return f"{summary['queries_per_second']:,.0f} q/s  {_latency(summary)}  non-200: {summary['non_200']}"
+
+
+# -- driver ----------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--notes", type=int, default=DEFAULT_NOTES, help=f"notes to generate (default {DEFAULT_NOTES})")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument(
+        "--eval-dir", type=Path, default=DEFAULT_EVAL_DIR, help="folder holding piaf-fr/ and cranfield/"
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer queries and a 2 s throughput run (CI smoke test)")
+    parser.add_argument("--work", type=Path, help="keep notes, index and server log in this new or empty folder")
+    parser.add_argument("--profile", action="store_true", help="cProfile the index and search phases (slows them)")
+    args = parser.parse_args(argv)
+    if args.notes < 1:
+        parser.error("--notes must be at least 1")
+    return args
+
+
+@contextmanager
+def work_dir(keep: Path | None) -> Iterator[Path]:
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix="notarium-perf-") as tmp:
+            yield Path(tmp)
+        return
+    if keep.exists() and any(keep.iterdir()):
+        raise BenchError(f"--work {keep} is not empty: a reused index would not measure a full build")
+    keep.mkdir(parents=True, exist_ok=True)
+    yield keep.resolve()
+
+
+def run(args: argparse.Namespace, plan: Plan, corpora: Corpora, work: Path) -> dict[str, Any]:
+    notes_dir = work / "spaces" / SPACE
+    profiler = Profiler(args.profile)
+    results: dict[str, Any] = {
+        "benchmark": "perf_lexical",
+        "params": {"notes": args.notes, "quick": args.quick, "profiled": args.profile, "eval_dir": str(args.eval_dir)},
+        "machine": machine_info(),
+        "corpus": build_space(notes_dir, args.notes, corpora),
+    }
+    memory = {"after_generate_mb": peak_rss_mb()}
+    settings = Settings(spaces=(SpaceConfig(SPACE, notes_dir, "fr"),), index_dir=work / "index", log_level="warning")
+    service = Service(settings)
+    queries = build_queries(plan, corpora)
+    try:
+        results["index"] = measure_indexing(service, args.notes, profiler)
+        memory["after_index_mb"] = peak_rss_mb()
+        results["search"] = measure_search(service, queries, plan, profiler)
+        results["feed"] = measure_feed(service, queries, plan)
+    finally:
+        service.stop()  # releases the writer lock, which the server's own reconcile takes
+    results["index"]["size_bytes"] = dir_size(work / "index" / SPACE)
+    results["index"]["lexical_size_bytes"] = dir_size(work / "index" / SPACE / "lexical")
+    results["http"] = measure_http(work, queries, plan)
+    results["memory"] = {**memory, "bench_peak_rss_mb": peak_rss_mb()}
+    results["targets"] = check_targets(results)
+    if profiler.reports:
+        results["profile"] = profiler.reports
+    return results
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    corpora = load_corpora(args.eval_dir)
+    configure_logging("warning", sys.stderr)
+    with work_dir(args.work) as work:
+        results = run(args, plan, corpora, work)
+    for name, report in results.get("profile", {}).items():
+        print(f"\n===== cProfile: {name} =====\n{report}")
+    print_summary(results)
+    if args.out is not None:
+        args.out.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        print(f"results written to {args.out}")
+    return results
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as exc:
+        print(f"perf_lexical: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,239 @@
+"""The HTTP API through Litestar's test client, over real indexes."""
+
+from __future__ import annotations
+
+import string
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from litestar.testing import TestClient
+
+from notarium_search.api.app import create_app
+from tests.conftest import Vault
+
+ERROR_KEYS = {"error", "detail", "status"}
+
+
+def fm(note_id: str, body: str, **fields: str) -> str:
+    extra = "".join(f"{k}: {v}\n" for k, v in fields.items())
+    return f"---\nid: {note_id}\n{extra}---\n{body}\n"
+
+
+@pytest.fixture
+def client(vault: Vault) -> Iterator[TestClient[Any]]:
+    vault.write("zettel/agent.md", fm("agent", "L'interopérabilité des agents.", title="Agent aveugle", tags="[ia]"))
+    vault.write("zettel/proto.md", fm("proto", "Protocoles ouverts et interopérabilité.", tags="[ia, standards]"))
+    vault.write("lectures/dora.md", fm("dora", "Le règlement DORA.", tags="[dora]", updated="2025-01-17"))
+    vault.write("lectures/vieux/old.md", fm("old", "Une vieille note.", updated="2019-05-01"))
+    service = vault.service()
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as test_client:
+        yield test_client
+
+
+def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert set(body) == ERROR_KEYS
+    assert (body["status"], body["error"]) == (status, code)
+    assert body["detail"]
+    return body
+
+
+def test_healthz(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_spaces_and_status(client):
+    assert client.get("/spaces").json() == [
+        {"name": "notes", "path": client.app.state.service.spaces["notes"].config.path.as_posix(), "language": "fr",
+         "notes": 4, "state": "ready"}
+    ]
+    status = client.get("/status").json()
+    assert status["message"] is None
+    assert (status["vector_search"], status["graph_boost"]) == (False, False)
+    space = client.get("/spaces/notes/status").json()
+    assert space == status["spaces"][0]
+    assert space["lexical"]["state"] == "ready"
+    assert space["semantic"] == {"state": "disabled", "reason": None}
+    assert space["graph"] == {"state": "disabled", "reason": None}
+    assert space["notes"] == 4
+
+
+def test_search_shape(client):
+    body = client.get("/spaces/notes/search", params={"q": "interoperabilite"}).json()
+    assert set(body) == {"query", "results", "channels_used", "degraded", "unmatched_terms", "partial", "took_ms"}
+    assert body["channels_used"] == ["lexical"]
+    assert body["degraded"] == {}
+    assert body["partial"] is False
+    first = body["results"][0]
+    assert set(first) == {"id", "path", "title", "score", "snippets", "tags", "folder", "created", "updated", "channels"}
+    assert first["id"] == "agent"
+    assert first["channels"] == {"lexical": 1}
+    assert first["folder"] == "zettel"
+    snippet = first["snippets"][0]
+    marked = [snippet["text"][h["start"] : h["end"]] for h in snippet["highlights"]]
+    assert marked == ["interopérabilité"]
+    assert "<mark>interopérabilité</mark>" in snippet["html"]
+
+
+def test_search_empty_query_is_empty_list(client):
+    body = client.get("/spaces/notes/search", params={"q": ""}).json()
+    assert body["results"] == []
+    assert client.get("/spaces/notes/search").json()["results"] == []
+
+
+def test_search_filters(client):
+    params: dict[str, Any] = {"q": "interopérabilité", "tag": ["ia", "standards"]}
+    assert [r["id"] for r in client.get("/spaces/notes/search", params=params).json()["results"]] == ["proto"]
+    params = {"q": "note", "folder": "lectures"}
+    assert [r["id"] for r in client.get("/spaces/notes/search", params=params).json()["results"]] == ["old"]
+
+
+def test_flags_are_reported_and_degrade(vault: Vault):
+    vault.write("a.md", fm("a", "texte"))
+    service = vault.service(vector_search=True, graph_boost=True)
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+        status = client.get("/status").json()
+        assert (status["vector_search"], status["graph_boost"]) == (True, True)
+        assert status["spaces"][0]["semantic"]["state"] == "unavailable"
+        body = client.get("/spaces/notes/search", params={"q": "texte"}).json()
+        assert body["results"][0]["id"] == "a"
+        assert set(body["degraded"]) == {"semantic", "graph"}
+
+
+def test_unknown_space_is_404_with_error_body(client):
+    assert_error(client.get("/spaces/nope/search", params={"q": "x"}), 404, "unknown_space")
+    assert_error(client.get("/spaces/nope/status"), 404, "unknown_space")
+    assert_error(client.get("/spaces/nope/feed"), 404, "unknown_space")
+
+
+@pytest.mark.parametrize(
+    "path", ["/spaces/..%2F..%2Fetc/search", "/spaces/../../etc/passwd", "/spaces/%2e%2e/status", "/spaces/a%00b/search"]
+)
+def test_path_traversal_is_a_clean_4xx(client, path):
+    response = client.get(path, params={"q": "x"})
+    assert 400 <= response.status_code < 500
+    assert set(response.json()) == ERROR_KEYS
+
+
+def test_bad_parameters_are_400(client):
+    assert_error(client.get("/spaces/notes/search", params={"q": "x", "limit": 0}), 400, "invalid_parameter")
+    assert_error(client.get("/spaces/notes/search", params={"q": "x", "limit": "abc"}), 400, "invalid_parameter")
+    assert_error(client.get("/spaces/notes/search", params={"q": "x" * 1001}), 400, "invalid_parameter")
+    assert_error(client.get("/spaces/notes/feed", params={"since": "hier"}), 400, "invalid_parameter")
+    assert_error(client.get("/spaces/notes/feed", params={"cursor": "!!"}), 400, "invalid_parameter")
+
+
+def test_unknown_route_and_method(client):
+    assert_error(client.get("/nope"), 404, "not_found")
+    assert_error(client.post("/spaces/notes/search"), 405, "method_not_allowed")
+
+
+def test_internal_errors_do_not_leak(client, monkeypatch):
+    def boom(*_: object, **__: object) -> None:
+        raise RuntimeError("secret path /etc/shadow")
+
+    monkeypatch.setattr(client.app.state.service, "search", boom)
+    body = assert_error(client.get("/spaces/notes/search", params={"q": "x"}), 500, "internal_error")
+    assert "secret" not in body["detail"]
+
+
+def test_openapi_schema_lists_the_routes(client):
+    paths = client.get("/schema/openapi.json").json()["paths"]
+    for route in ("/healthz", "/status", "/spaces", "/spaces/{space}/status", "/spaces/{space}/search",
+                  "/spaces/{space}/feed"):
+        assert route in paths
+
+
+def test_feed_filters_and_order(client):
+    def feed(**params: Any) -> list[str]:
+        response = client.get("/spaces/notes/feed", params=params)
+        assert response.status_code == 200, response.text
+        return [n["id"] for n in response.json()["items"]]
+
+    everything = feed()
+    assert everything[-2:] == ["dora", "old"]  # newest first; the two dated notes are the oldest
+    assert feed(tag="dora") == ["dora"]
+    assert set(feed(folder="lectures")) == {"dora", "old"}
+    assert feed(folder="lectures/vieux") == ["old"]
+    assert feed(since="2020-01-01", until="2025-12-31") == ["dora"]
+    assert feed(until="2020-01-01") == ["old"]
+    assert set(feed(q="interopérabilité")) == {"agent", "proto"}  # terms must really occur
+    assert feed(q="interopérabilité agents") == ["agent"]  # every word, not any
+    assert feed(q="interopérabilit") == []  # no prefix, no typo tolerance in the feed
+    assert feed(q="-dora", folder="lectures") == ["old"]
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    q=st.one_of(
+        st.text(max_size=40),
+        st.text(alphabet=string.punctuation + " aéAND-\"'\\:()*~^", max_size=20),
+    )
+)
+def test_fuzz_queries_never_5xx(client, q):
+    for path in ("/spaces/notes/search", "/spaces/notes/feed"):
+        response = client.get(path, params={"q": q})
+        assert response.status_code < 500, (q, response.text)
+        if response.status_code != 200:
+            assert set(response.json()) == ERROR_KEYS
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.text(max_size=30))
+def test_fuzz_filters_never_5xx(client, value):
+    for params in ({"tag": value}, {"folder": value}, {"since": value}, {"cursor": value}, {"limit": value}):
+        response = client.get("/spaces/notes/feed", params={**params, "q": "note"})
+        assert response.status_code < 500, (params, response.text)
+
+
+def test_feed_pagination_is_stable_while_notes_change(vault: Vault):
+    base = 1_700_000_000
+    for i in range(25):
+        # Groups of equal timestamps exercise the (updated, id) tie-break.
+        vault.write(f"n{i:02}.md", fm(f"n{i:02}", "page"), mtime=base + (i // 3) * 60)
+    service = vault.service()
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+        def page(cursor: str | None) -> tuple[list[str], str | None]:
+            params = {"limit": 4, **({"cursor": cursor} if cursor else {})}
+            body = client.get("/spaces/notes/feed", params=params).json()
+            return [n["id"] for n in body["items"]], body["next_cursor"]
+
+        seen, cursor = page(None)
+        first_page = list(seen)
+        # A note already shown is edited (moves to the top) and a new one appears: neither
+        # must be repeated or shift the pages that follow.
+        vault.write("n24.md", fm("n24", "page modifiée"), mtime=base + 10_000)
+        vault.write("new.md", fm("new", "page"), mtime=base + 20_000)
+        service.spaces["notes"].run_reconcile()
+        while cursor:
+            items, cursor = page(cursor)
+            seen.extend(items)
+        assert len(seen) == len(set(seen)) == 25
+        assert seen[:4] == first_page
+        expected = sorted((f"n{i:02}" for i in range(25)), key=lambda n: (-(int(n[1:]) // 3), n))
+        assert seen == expected
+
+
+def test_status_while_building_says_so(vault: Vault):
+    for i in range(300):
+        vault.write(f"n{i:03}.md", fm(f"n{i}", "texte " * 50))
+    settings_ = vault.settings(commit_every=50)
+    with TestClient(create_app(settings_)) as client:
+        messages = set()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            body = client.get("/status").json()
+            messages.add(body["message"])
+            search = client.get("/spaces/notes/search", params={"q": "texte"})
+            assert search.status_code == 200
+            if body["message"] is None and body["spaces"][0]["lexical"]["state"] == "ready":
+                break
+        assert None in messages
+        final = client.get("/spaces/notes/status").json()
+        assert final["notes"] == 300
+        assert final["lexical"]["indexed"] == final["lexical"]["total"] == 300

@@ -1,0 +1,61 @@
+"""The `notarium-search` command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import Vault
+
+
+def run(args: list[str], vault: Vault, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
+    env.pop("NOTARIUM_CONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "notarium_search", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_index_search_status(vault: Vault, tmp_path: Path):
+    for i in range(30):
+        vault.write(f"n{i}.md", f"---\nid: n{i}\ntitle: Titre {i}\n---\nLe café numéro {i}.\n")
+    not_yet = run(["search", "notes", "café"], vault, tmp_path)
+    assert not_yet.returncode == 1
+    assert "not indexed yet" in not_yet.stderr
+
+    indexed = run(["index", "notes"], vault, tmp_path)
+    assert indexed.returncode == 0, indexed.stderr
+    assert "notes: 30 notes, 30 indexed" in indexed.stdout
+
+    again = run(["index", "notes"], vault, tmp_path)
+    assert "30 notes, 0 indexed" in again.stdout
+
+    found = run(["search", "notes", "cafe", "--json", "--limit", "3"], vault, tmp_path)
+    assert found.returncode == 0, found.stderr
+    body = json.loads(found.stdout)
+    assert len(body["results"]) == 3
+    assert body["results"][0]["snippets"][0]["html"].count("<mark>") == 1
+
+    table = run(["search", "notes", "cafe"], vault, tmp_path)
+    assert "Titre" in table.stdout
+
+    status = json.loads(run(["status", "--json"], vault, tmp_path).stdout)
+    assert status == [{"space": "notes", "path": str(vault.root / "notes"), "notes": 30, "skipped": 0, "state": "indexed"}]
+
+    full = run(["index", "notes", "--full"], vault, tmp_path)
+    assert "30 notes, 30 indexed" in full.stdout
+
+
+def test_errors_are_clear(vault: Vault, tmp_path: Path):
+    vault.write("a.md", "x")
+    unknown = run(["index", "nope"], vault, tmp_path)
+    assert unknown.returncode == 2
+    assert "no space named 'nope'" in unknown.stderr
+    bad = run(["--config", str(tmp_path / "missing.toml"), "status"], vault, tmp_path)
+    assert bad.returncode == 2
+    assert "configuration error" in bad.stderr
+    usage = run([], vault, tmp_path)
+    assert usage.returncode == 2

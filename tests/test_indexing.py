@@ -1,0 +1,215 @@
+"""Incremental indexing, bad files and rebuilds, on real files and indexes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from notarium_search.models import FeedFilter, IndexState
+from notarium_search.service import Service
+from notarium_search.settings import ConfigError, load_settings
+from notarium_search.space import BUILDING_MESSAGE
+from tests.conftest import Vault, ids
+
+NO_FILTER = FeedFilter()
+
+
+def note(note_id: str, body: str) -> str:
+    return f"---\nid: {note_id}\ntitle: Note {note_id}\n---\n{body}\n"
+
+
+def restart(service: Service, vault: Vault, **overrides: object) -> Service:
+    service.stop()
+    return vault.service(**overrides)
+
+
+def tree_fingerprint(root: Path) -> dict[str, tuple[int, str]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_unchanged_restart_reindexes_nothing(vault: Vault):
+    for i in range(20):
+        vault.write(f"n{i}.md", note(f"n{i}", f"contenu numéro {i}"))
+    service = vault.service()
+    assert service.spaces["notes"].indexer.progress.indexed == 20
+    service = restart(service, vault)
+    progress = service.spaces["notes"].indexer.progress
+    assert (progress.total, progress.indexed, progress.deleted) == (0, 0, 0)
+    assert service.status()[0].notes == 20
+    # Touched but identical files are read and hashed, not re-indexed.
+    vault.write("n3.md", note("n3", "contenu numéro 3"))
+    service = restart(service, vault)
+    progress = service.spaces["notes"].indexer.progress
+    assert (progress.total, progress.indexed) == (1, 0)
+    service.stop()
+
+
+def test_edit_and_delete_are_reflected(vault: Vault):
+    vault.write("a.md", note("a", "les girafes mangent des acacias"))
+    vault.write("b.md", note("b", "les éléphants boivent"))
+    service = vault.service()
+    assert ids(service.search("notes", "girafes", NO_FILTER, 10)) == ["a"]
+    vault.write("a.md", note("a", "les zèbres courent"))
+    vault.remove("b.md")
+    service.spaces["notes"].run_reconcile()
+    assert ids(service.search("notes", "girafes", NO_FILTER, 10)) == []
+    assert ids(service.search("notes", "zèbres", NO_FILTER, 10)) == ["a"]
+    assert ids(service.search("notes", "éléphants", NO_FILTER, 10)) == []
+    assert service.status()[0].notes == 1
+    service = restart(service, vault)
+    assert ids(service.search("notes", "éléphants", NO_FILTER, 10)) == []
+    assert ids(service.search("notes", "zèbres", NO_FILTER, 10)) == ["a"]
+    service.stop()
+
+
+def test_frontmatter_id_change_replaces_the_old_id(vault: Vault):
+    vault.write("a.md", note("old-id", "un texte stable"))
+    service = vault.service()
+    vault.write("a.md", note("new-id", "un texte stable"))
+    service.spaces["notes"].run_reconcile()
+    assert ids(service.search("notes", "stable", NO_FILTER, 10)) == ["new-id"]
+    service.stop()
+
+
+def test_duplicate_frontmatter_ids_keep_both_notes(vault: Vault):
+    vault.write("a.md", note("same", "premier morceau"))
+    vault.write("b.md", note("same", "second morceau"))
+    service = vault.service()
+    assert sorted(ids(service.search("notes", "morceau", NO_FILTER, 10))) == ["b.md", "same"]
+    service.stop()
+
+
+def test_bad_files_are_skipped_or_indexed_never_fatal(vault: Vault):
+    vault.write("bom.md", "\ufeff---\ntitle: Avec BOM\ntags: a, b\n---\ncorps avec bom\n")
+    vault.write("latin1.md", "caf\xe9 cr\xe8me".encode("latin-1"))
+    vault.write("binary.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00binaire")
+    vault.write("broken.md", "---\ntitle: [jamais fermé\n---\ncorps cassé mais indexé\n")
+    vault.write("baddate.md", "---\ncreated: 2024-02-30\n---\ndate impossible\n")
+    vault.write("empty.md", "")
+    service = vault.service()
+    status = service.status()[0]
+    assert status.notes == 4  # bom, broken, baddate, empty; not latin1 nor binary
+    assert status.skipped == 2
+    skipped = service.spaces["notes"].indexer.manifest.skipped()
+    assert "not UTF-8" in skipped["latin1.md"]
+    assert "binary" in skipped["binary.md"]
+    hit = service.search("notes", "bom", NO_FILTER, 10).results[0]
+    assert (hit.note.title, hit.note.tags) == ("Avec BOM", ("a", "b"))
+    assert ids(service.search("notes", "cassé", NO_FILTER, 10)) == ["broken.md"]
+    assert ids(service.search("notes", "impossible", NO_FILTER, 10)) == ["baddate.md"]
+    # A skipped file that becomes valid is indexed at the next pass.
+    vault.write("latin1.md", "café crème")
+    service.spaces["notes"].run_reconcile()
+    assert ids(service.search("notes", "crème", NO_FILTER, 10)) == ["latin1.md"]
+    service.stop()
+
+
+@pytest.mark.parametrize("policy", ["truncate", "skip"])
+def test_oversized_files(vault: Vault, policy: str):
+    vault.write("big.md", "début " + "é" * 3000 + " milieu " + "x " * 2000 + " fin")
+    service = vault.service(max_file_bytes=4096, oversize=policy)
+    found = ids(service.search("notes", "début", NO_FILTER, 10))
+    if policy == "truncate":
+        assert found == ["big.md"]
+        assert ids(service.search("notes", "fin", NO_FILTER, 10)) == []
+    else:
+        assert found == []
+        assert service.status()[0].skipped == 1
+    service.stop()
+
+
+def test_hidden_excluded_and_outside_symlinks_are_not_indexed(vault: Vault, tmp_path: Path):
+    vault.write("ok.md", note("ok", "visible"))
+    vault.write(".obsidian/workspace.md", note("hidden", "visible"))
+    vault.write(".trash/old.md", note("trash", "visible"))
+    vault.write("node_modules/x.md", note("nm", "visible"))
+    vault.write("notes.txt", "visible")
+    outside = tmp_path / "outside.md"
+    outside.write_text(note("outside", "visible"))
+    os.symlink(outside, vault.root / "notes" / "link.md")
+    service = vault.service()
+    assert ids(service.search("notes", "visible", NO_FILTER, 10)) == ["ok"]
+    service.stop()
+
+
+def test_indexing_never_writes_into_the_notes_folder(vault: Vault):
+    for i in range(5):
+        vault.write(f"d{i}/n.md", note(f"n{i}", "contenu"))
+    before = tree_fingerprint(vault.root)
+    service = vault.service()
+    service = restart(service, vault)
+    service.search("notes", "contenu", NO_FILTER, 10)
+    service.stop()
+    assert tree_fingerprint(vault.root) == before
+
+
+def test_index_dir_inside_notes_is_refused(vault: Vault):
+    vault.write("a.md", "x")
+    inside = vault.root / "notes" / ".index"
+    with pytest.raises(ConfigError, match="must not be inside"):
+        load_settings(env={"NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(inside)})
+
+
+def test_fingerprint_change_rebuilds_from_files(vault: Vault):
+    vault.write("a.md", note("a", "les chevaux galopent"))
+    service = vault.service()
+    service.stop()
+    manifest = vault.index_dir / "notes" / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes().replace(b"lexical-v", b"lexical-old"))
+    service = vault.service()
+    assert service.spaces["notes"].indexer.progress.indexed == 1
+    assert ids(service.search("notes", "cheval", NO_FILTER, 10)) == ["a"]
+    service.stop()
+
+
+def test_missing_meta_json_triggers_rebuild(vault: Vault):
+    vault.write("a.md", note("a", "les chevaux galopent"))
+    vault.service().stop()
+    (vault.index_dir / "notes" / "lexical" / "meta.json").unlink()
+    service = vault.service()
+    assert ids(service.search("notes", "chevaux", NO_FILTER, 10)) == ["a"]
+    service.stop()
+
+
+def test_search_answers_from_committed_notes_while_building(vault: Vault):
+    for i in range(40):
+        vault.write(f"n{i:02}.md", note(f"n{i}", "texte commun"))
+    service = Service(vault.settings(commit_every=10))
+    space = service.spaces["notes"]
+    seen = []
+
+    def probe(progress):
+        if progress.done == 25:
+            status = space.status()
+            response = service.search("notes", "commun", NO_FILTER, 100)
+            seen.append((status.message, status.lexical.state, len(response.results), response.partial))
+
+    space.run_reconcile(probe)
+    message, state, found, partial = seen[0]
+    assert (message, state, partial) == (BUILDING_MESSAGE, IndexState.BUILDING, True)
+    assert 10 <= found < 40
+    final = service.search("notes", "commun", NO_FILTER, 100)
+    assert (len(final.results), final.partial, space.status().message) == (40, False, None)
+    service.stop()
+
+
+def test_interrupted_build_resumes(vault: Vault):
+    for i in range(30):
+        vault.write(f"n{i:02}.md", note(f"n{i}", "texte commun"))
+    service = Service(vault.settings(commit_every=5))
+    space = service.spaces["notes"]
+    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)
+    assert space.indexer.progress.state == IndexState.BUILDING
+    service.stop()
+    service = vault.service()
+    progress = service.spaces["notes"].indexer.progress
+    assert progress.total <= 30 - 10  # the committed part is not redone
+    assert len(service.search("notes", "commun", NO_FILTER, 100).results) == 30
+    service.stop()

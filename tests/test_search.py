@@ -1,0 +1,188 @@
+"""Lexical search behaviour over real Tantivy indexes built from real files."""
+
+from __future__ import annotations
+
+import pytest
+
+from notarium_search.models import FeedFilter
+from tests.conftest import Vault, ids
+
+NO_FILTER = FeedFilter()
+
+INTEROP = """---
+id: interop
+title: L'agent sans API est aveugle
+tags: [ia]
+---
+L'interopérabilité des systèmes d'information est la condition de l'utilité d'un agent.
+"""
+PLURAL = """---
+id: plural
+title: Protocoles ouverts
+---
+Les Interopérabilités techniques précèdent les interopérabilités sémantiques.
+"""
+FOLDED = """---
+id: folded
+title: Sans accents
+---
+interoperabilite ecrite sans accents par un clavier anglais.
+"""
+HAMLET = """---
+id: hamlet
+title: Citation
+---
+Être ou ne pas être, telle est la question. Le café-crème est servi à l'école.
+"""
+OTHER = """---
+id: other
+title: Jardinage
+---
+Les tomates poussent mieux au soleil qu'à l'ombre des systèmes nuageux.
+"""
+
+
+@pytest.fixture
+def service(vault: Vault):
+    for name, text in {"a.md": INTEROP, "b.md": PLURAL, "c.md": FOLDED, "d.md": HAMLET, "e.md": OTHER}.items():
+        vault.write(name, text)
+    service = vault.service()
+    yield service
+    service.stop()
+
+
+@pytest.mark.parametrize("query", ["interopérabilité", "interoperabilite", "Interopérabilités", "INTEROPERABILITES"])
+def test_accents_and_plurals_are_one_term(service, query):
+    assert set(ids(service.search("notes", query, NO_FILTER, 10))) == {"interop", "plural", "folded"}
+
+
+def test_french_apostrophe_query(service):
+    response = service.search("notes", "l'interopérabilité", NO_FILTER, 10)
+    assert set(ids(response)) == {"interop", "plural", "folded"}
+    assert response.unmatched_terms == ()
+
+
+def test_more_matched_terms_rank_first_and_missing_term_does_not_empty(service):
+    response = service.search("notes", "interopérabilité agent zzzzqx", NO_FILTER, 10)
+    assert ids(response)[0] == "interop"  # the only note with both real words
+    assert "zzzzqx" in response.unmatched_terms
+
+
+def test_quoted_phrase_is_required(service):
+    assert ids(service.search("notes", '"être ou ne pas être"', NO_FILTER, 10)) == ["hamlet"]
+    # The same words in another order are not the phrase.
+    assert ids(service.search("notes", '"être pas ou"', NO_FILTER, 10)) == []
+
+
+def test_exclusion(service):
+    found = ids(service.search("notes", "interopérabilité -agent", NO_FILTER, 10))
+    assert set(found) == {"plural", "folded"}
+    assert ids(service.search("notes", 'interopérabilité -"sans accents"', NO_FILTER, 10)).count("folded") == 0
+
+
+def test_last_word_is_a_prefix_while_typing(service):
+    assert ids(service.search("notes", "tom", NO_FILTER, 10)) == ["other"]
+    assert ids(service.search("notes", "interopéra", NO_FILTER, 10))
+    # A trailing space means the word is finished: no prefix expansion.
+    assert ids(service.search("notes", "tom ", NO_FILTER, 10)) == []
+
+
+def test_typo_matches_but_ranks_below_exact(service):
+    response = service.search("notes", "tomatos", NO_FILTER, 10)  # one edit from "tomates"
+    assert ids(response) == ["other"]
+    exact_and_typo = service.search("notes", "sémantiques sémentiques", NO_FILTER, 10)
+    assert ids(exact_and_typo)[0] == "plural"
+
+
+def test_typo_never_outranks_exact_match(vault: Vault):
+    vault.write("exact.md", "---\nid: exact\n---\nLe jardin potager.\n")
+    vault.write("typo.md", "---\nid: typo\n---\nLe jardim potager jardim jardim.\n")
+    service = vault.service()
+    try:
+        assert ids(service.search("notes", "jardin ", NO_FILTER, 10)) == ["exact", "typo"]
+    finally:
+        service.stop()
+
+
+def test_stop_word_only_query(vault: Vault):
+    vault.write("h.md", "---\nid: hamlet\n---\nTo be or not to be, that is the question.\n", space="en-notes")
+    vault.write("o.md", "---\nid: other\n---\nBeing there.\n", space="en-notes")
+    service = vault.service()
+    try:
+        assert ids(service.search("en-notes", "to be or not to be", NO_FILTER, 10))[0] == "hamlet"
+        assert ids(service.search("en-notes", '"to be or not to be"', NO_FILTER, 10)) == ["hamlet"]
+    finally:
+        service.stop()
+
+
+def test_english_stemming(vault: Vault):
+    vault.write("r.md", "---\nid: runner\n---\nThe runners were running quickly.\n", space="en-notes")
+    service = vault.service()
+    try:
+        assert ids(service.search("en-notes", "run", NO_FILTER, 10)) == ["runner"]
+    finally:
+        service.stop()
+
+
+@pytest.mark.parametrize("query", ['"x', "(x", "C:\\temp", "-x", "AND", "OR NOT", "*", "title:foo", "a^2", "~", '"', "-", "'"])
+def test_odd_queries_never_fail(service, query):
+    response = service.search("notes", query, NO_FILTER, 10)
+    assert isinstance(response.results, tuple)
+
+
+def test_empty_query_returns_nothing(service):
+    response = service.search("notes", "   ", NO_FILTER, 10)
+    assert response.results == ()
+    assert response.channels_used == ()
+
+
+def test_snippets_highlight_accented_words_at_code_point_offsets(service):
+    response = service.search("notes", "interoperabilite", NO_FILTER, 10)
+    hit = next(h for h in response.results if h.note.id == "plural")
+    snippet = hit.snippets[0]
+    marked = [snippet.text[r.start : r.end] for r in snippet.highlights]
+    assert marked == ["Interopérabilités", "interopérabilités"]
+    assert "<mark>Interopérabilités</mark>" in snippet.html
+
+
+def test_snippet_html_escapes_note_text(vault: Vault):
+    vault.write("x.md", "---\nid: xss\n---\nUn <script>alert('x')</script> piège & café.\n")
+    service = vault.service()
+    try:
+        snippet = service.search("notes", "piège", NO_FILTER, 10).results[0].snippets[0]
+        assert "<script>" not in snippet.html
+        assert "&lt;script&gt;" in snippet.html or "script" not in snippet.text
+        assert "<mark>piège</mark>" in snippet.html
+    finally:
+        service.stop()
+
+
+def test_up_to_three_snippets_for_a_long_note(vault: Vault):
+    filler = "Du texte sans rapport pour séparer les passages. " * 12
+    body = f"Premier passage sur la lune. {filler} Deuxième passage sur la lune. {filler} Troisième lune. {filler} lune"
+    vault.write("long.md", f"---\nid: long\n---\n{body}\n")
+    service = vault.service()
+    try:
+        snippets = service.search("notes", "lune", NO_FILTER, 10).results[0].snippets
+        assert 2 <= len(snippets) <= 3
+        assert all(s.highlights for s in snippets)
+        assert all(len(s.text) <= 210 for s in snippets)
+    finally:
+        service.stop()
+
+
+def test_filters_folder_and_tags(vault: Vault):
+    vault.write("projets/dora/a.md", "---\nid: a\ntags: [projet/dora]\n---\nrésilience numérique\n")
+    vault.write("projets/b.md", "---\nid: b\ntags: [projet]\n---\nrésilience opérationnelle\n")
+    vault.write("perso/c.md", "---\nid: c\n---\nrésilience personnelle #Santé\n")
+    service = vault.service()
+    try:
+        search = service.search
+        assert set(ids(search("notes", "résilience", FeedFilter(folder="projets"), 10))) == {"a", "b"}
+        assert ids(search("notes", "résilience", FeedFilter(folder="projets/dora/"), 10)) == ["a"]
+        assert set(ids(search("notes", "résilience", FeedFilter(tags=("projet",)), 10))) == {"a", "b"}
+        assert ids(search("notes", "résilience", FeedFilter(tags=("#projet/dora",)), 10)) == ["a"]
+        assert ids(search("notes", "résilience", FeedFilter(tags=("santé",)), 10)) == ["c"]
+        assert ids(search("notes", "résilience", FeedFilter(folder="proj"), 10)) == []
+    finally:
+        service.stop()
