@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -68,8 +67,8 @@ def _tick() -> float:
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Iterator[Vault]:
-    yield Vault(tmp_path)
+def vault(tmp_path: Path) -> Vault:
+    return Vault(tmp_path)
 
 
 def ids(response: object) -> list[str]:

@@ -49,8 +49,13 @@ def test_healthz(client):
 
 def test_spaces_and_status(client):
     assert client.get("/spaces").json() == [
-        {"name": "notes", "path": client.app.state.service.spaces["notes"].config.path.as_posix(), "language": "fr",
-         "notes": 4, "state": "ready"}
+        {
+            "name": "notes",
+            "path": client.app.state.service.spaces["notes"].config.path.as_posix(),
+            "language": "fr",
+            "notes": 4,
+            "state": "ready",
+        }
     ]
     status = client.get("/status").json()
     assert status["message"] is None
@@ -70,7 +75,18 @@ def test_search_shape(client):
     assert body["degraded"] == {}
     assert body["partial"] is False
     first = body["results"][0]
-    assert set(first) == {"id", "path", "title", "score", "snippets", "tags", "folder", "created", "updated", "channels"}
+    assert set(first) == {
+        "id",
+        "path",
+        "title",
+        "score",
+        "snippets",
+        "tags",
+        "folder",
+        "created",
+        "updated",
+        "channels",
+    }
     assert first["id"] == "agent"
     assert first["channels"] == {"lexical": 1}
     assert first["folder"] == "zettel"
@@ -112,7 +128,8 @@ def test_unknown_space_is_404_with_error_body(client):
 
 
 @pytest.mark.parametrize(
-    "path", ["/spaces/..%2F..%2Fetc/search", "/spaces/../../etc/passwd", "/spaces/%2e%2e/status", "/spaces/a%00b/search"]
+    "path",
+    ["/spaces/..%2F..%2Fetc/search", "/spaces/../../etc/passwd", "/spaces/%2e%2e/status", "/spaces/a%00b/search"],
 )
 def test_path_traversal_is_a_clean_4xx(client, path):
     response = client.get(path, params={"q": "x"})
@@ -144,8 +161,14 @@ def test_internal_errors_do_not_leak(client, monkeypatch):
 
 def test_openapi_schema_lists_the_routes(client):
     paths = client.get("/schema/openapi.json").json()["paths"]
-    for route in ("/healthz", "/status", "/spaces", "/spaces/{space}/status", "/spaces/{space}/search",
-                  "/spaces/{space}/feed"):
+    for route in (
+        "/healthz",
+        "/status",
+        "/spaces",
+        "/spaces/{space}/status",
+        "/spaces/{space}/search",
+        "/spaces/{space}/feed",
+    ):
         assert route in paths
 
 
@@ -198,8 +221,9 @@ def test_feed_pagination_is_stable_while_notes_change(vault: Vault):
         vault.write(f"n{i:02}.md", fm(f"n{i:02}", "page"), mtime=base + (i // 3) * 60)
     service = vault.service()
     with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+
         def page(cursor: str | None) -> tuple[list[str], str | None]:
-            params = {"limit": 4, **({"cursor": cursor} if cursor else {})}
+            params: dict[str, Any] = {"limit": 4, **({"cursor": cursor} if cursor else {})}
             body = client.get("/spaces/notes/feed", params=params).json()
             return [n["id"] for n in body["items"]], body["next_cursor"]
 

@@ -43,7 +43,9 @@ def test_index_search_status(vault: Vault, tmp_path: Path):
     assert "Titre" in table.stdout
 
     status = json.loads(run(["status", "--json"], vault, tmp_path).stdout)
-    assert status == [{"space": "notes", "path": str(vault.root / "notes"), "notes": 30, "skipped": 0, "state": "indexed"}]
+    assert status == [
+        {"space": "notes", "path": str(vault.root / "notes"), "notes": 30, "skipped": 0, "state": "indexed"}
+    ]
 
     full = run(["index", "notes", "--full"], vault, tmp_path)
     assert "30 notes, 30 indexed" in full.stdout

@@ -124,7 +124,9 @@ def test_english_stemming(vault: Vault):
         service.stop()
 
 
-@pytest.mark.parametrize("query", ['"x', "(x", "C:\\temp", "-x", "AND", "OR NOT", "*", "title:foo", "a^2", "~", '"', "-", "'"])
+@pytest.mark.parametrize(
+    "query", ['"x', "(x", "C:\\temp", "-x", "AND", "OR NOT", "*", "title:foo", "a^2", "~", '"', "-", "'"]
+)
 def test_odd_queries_never_fail(service, query):
     response = service.search("notes", query, NO_FILTER, 10)
     assert isinstance(response.results, tuple)

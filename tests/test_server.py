@@ -28,7 +28,9 @@ def free_port() -> int:
 @pytest.mark.slow
 def test_real_server_end_to_end(vault: Vault, tmp_path: Path):
     for i in range(50):
-        vault.write(f"dossier{i % 3}/n{i}.md", f"---\nid: n{i}\ntags: [t{i % 2}]\n---\nL'interopérabilité numéro {i}.\n")
+        vault.write(
+            f"dossier{i % 3}/n{i}.md", f"---\nid: n{i}\ntags: [t{i % 2}]\n---\nL'interopérabilité numéro {i}.\n"
+        )
     port = free_port()
     env = {
         **os.environ,

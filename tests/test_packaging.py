@@ -1,0 +1,79 @@
+"""The package installs the way the Dockerfile installs it, from the files the
+Dockerfile copies (a Docker engine is not available to build the image here)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+
+
+def build_stage_copies() -> list[str]:
+    build_stage = re.split(r"^FROM ", DOCKERFILE, flags=re.M)[1]
+    sources: list[str] = []
+    for line in re.findall(r"^COPY (?!--from)(.+)$", build_stage, re.M):
+        sources.extend(line.split()[:-1])
+    return sources
+
+
+def test_dockerfile_installs_the_project_with_pip():
+    assert re.search(r"pip install --no-cache-dir /src\b", DOCKERFILE)
+    assert "USER 10001" in DOCKERFILE
+    assert "HEALTHCHECK" in DOCKERFILE and "/healthz" in DOCKERFILE
+    assert "NOTARIUM_SPACES_ROOT=/notes" in DOCKERFILE and "NOTARIUM_INDEX_DIR=/data/index" in DOCKERFILE
+
+
+@pytest.mark.slow
+def test_install_from_the_copied_files(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in build_stage_copies():
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(path, src / name)
+    target = tmp_path / "site"
+    # Same command as the image, minus dependency downloads (they are this venv's).
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-cache-dir",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert (target / "notarium_search" / "api" / "app.py").exists()
+    entry_points = next(target.glob("notarium_search-*.dist-info")) / "entry_points.txt"
+    assert "notarium-search = notarium_search.cli:main" in entry_points.read_text()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    result = subprocess.run(
+        [sys.executable, "-m", "notarium_search", "--help"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0 and "serve" in result.stdout
+    imported = subprocess.run(
+        [sys.executable, "-c", "import notarium_search.api.app as m; print(m.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert imported.stdout.startswith(str(target))

@@ -1,0 +1,105 @@
+"""Configuration: file + environment, validation, and docs that list every field."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from notarium_search.settings import _ENV_FIELDS, ConfigError, RankingConfig, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_root(tmp_path: Path, *names: str) -> Path:
+    root = tmp_path / "spaces"
+    for name in names:
+        (root / name).mkdir(parents=True)
+    return root
+
+
+def test_spaces_root_and_env_overrides(tmp_path: Path):
+    root = make_root(tmp_path, "carnet", "lab", "Not-Valid", ".hidden")
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'spaces_root = "{root}"\nindex_dir = "idx"\nport = 9000\nvector_search = true\n'
+        '[ranking]\ntitle_boost = 0.75\n[spaces.lab]\nlanguage = "en"\n'
+    )
+    settings = load_settings(config, env={"NOTARIUM_PORT": "9100", "GRAPH_BOOST": "1", "VECTOR_SEARCH": "off"})
+    assert [s.name for s in settings.spaces] == ["carnet", "lab"]
+    assert settings.space("lab").language == "en"  # type: ignore[union-attr]
+    assert settings.space("carnet").language == "fr"  # type: ignore[union-attr]
+    assert settings.index_dir == tmp_path / "idx"  # relative to the config file
+    assert settings.port == 9100  # environment wins over the file
+    assert (settings.vector_search, settings.graph_boost) == (False, True)
+    assert settings.ranking.title_boost == 0.75
+
+
+def test_explicit_space_outside_root(tmp_path: Path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    config = tmp_path / "c.toml"
+    config.write_text(f'index_dir = "{tmp_path / "idx"}"\n[spaces.perso]\npath = "{elsewhere}"\nexclude = ["x/**"]\n')
+    (space,) = load_settings(config, env={}).spaces
+    assert (space.name, space.path, space.exclude) == ("perso", elsewhere, ("x/**",))
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "message"),
+    [
+        ("", {"NOTARIUM_PORT": "http"}, "port must be an integer"),
+        ("", {"VECTOR_SEARCH": "maybe"}, "vector_search must be a boolean"),
+        ("", {"NOTARIUM_LANGUAGE": "de"}, "language must be one of"),
+        ("", {"NOTARIUM_OVERSIZE": "explode"}, "oversize must be one of"),
+        ('colour = "blue"\n', {}, "unknown config keys: colour"),
+        ("[ranking]\nboost = 1\n", {}, "unknown \\[ranking\\] keys"),
+        ('[spaces."Bad Name"]\npath = "."\n', {}, "must match"),
+        ("[spaces.orphan]\n", {}, "needs a path"),
+        ("spaces_root = 3 = 4\n", {}, "cannot read config file"),
+        ('spaces_root = "/does/not/exist"\n', {}, "is not a directory"),
+    ],
+)
+def test_invalid_configuration_is_a_clear_error(tmp_path: Path, toml: str, env: dict[str, str], message: str):
+    config = tmp_path / "c.toml"
+    config.write_text(toml)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(config, env=env)
+
+
+def test_example_config_loads(tmp_path: Path):
+    root = make_root(tmp_path, "notes")
+    env = {"NOTARIUM_SPACES_ROOT": str(root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
+    settings = load_settings(ROOT / "config" / "notarium.example.toml", env=env)
+    assert [s.name for s in settings.spaces] == ["notes"]
+    assert settings.ranking == RankingConfig()  # the example shows the defaults
+    assert (settings.host, settings.port) == (Settings().host, Settings().port)
+
+
+def test_sample_config_loads():
+    settings = load_settings(ROOT / "config" / "sample.toml", env={})
+    assert {s.name: s.language for s in settings.spaces} == {"carnet": "fr", "lab": "en"}
+
+
+def test_configuration_doc_lists_every_field():
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    for env_name in (*_ENV_FIELDS, "NOTARIUM_CONFIG"):
+        assert re.search(rf"`{env_name}`", doc), env_name
+    for field in dataclasses.fields(RankingConfig):
+        assert f"`{field.name}`" in doc, field.name
+    for key in ("include", "exclude", "language", "path"):
+        assert f"`{key}`" in doc, key
+
+
+def test_api_doc_covers_every_route():
+    from notarium_search.api.app import create_app
+
+    doc = (ROOT / "docs" / "api.md").read_text()
+    app = create_app(Settings(), start_indexing=False)
+    documented = set(re.findall(r"^## `GET ([^`]+)`", doc, re.M))
+    documented |= set(re.findall(r"`GET (/[^`]+)`", doc))
+    routes = {
+        route.path.replace("{space:str}", "{space}") for route in app.routes if not route.path.startswith("/schema")
+    }
+    assert routes <= documented, routes - documented
