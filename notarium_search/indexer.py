@@ -53,6 +53,7 @@ class SpaceIndexer:
         self.lexical = lexical
         self.manifest = manifest
         self.progress = IndexProgress()
+        self.skipped_total = len(manifest.skipped())
 
     def reconcile(
         self,
@@ -64,6 +65,33 @@ class SpaceIndexer:
         progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
         progress.last_indexed = self.progress.last_indexed
         self.progress = progress
+        try:
+            self._reconcile(progress, stop, on_progress)
+        except BaseException:
+            # The in-memory manifest may describe writes that were never
+            # committed: go back to the last saved one, which matches the index.
+            self.manifest = Manifest.load(self.manifest.path, self.manifest.fingerprint)
+            raise
+        interrupted = stop is not None and stop.is_set() and progress.done < progress.total
+        progress.state = IndexState.BUILDING if interrupted else IndexState.READY
+        progress.finished_at = time.monotonic()
+        log.info(
+            "space_indexed",
+            space=self.space.name,
+            changed=progress.indexed,
+            deleted=progress.deleted,
+            skipped=progress.skipped,
+            seconds=round(progress.finished_at - progress.started_at, 3),
+            interrupted=interrupted,
+        )
+        return progress
+
+    def _reconcile(
+        self,
+        progress: IndexProgress,
+        stop: threading.Event | None,
+        on_progress: Callable[[IndexProgress], None] | None,
+    ) -> None:
         files = scan_space(self.space.path, self.space.include, self.space.exclude)
         present = {f.rel_path for f in files}
         gone = [p for p in self.manifest.entries if p not in present]
@@ -80,7 +108,7 @@ class SpaceIndexer:
         for source in changed:
             if stop is not None and stop.is_set():
                 break
-            pending += self._apply(source, owners, progress)
+            pending += self._apply_isolated(source, owners, progress)
             progress.done += 1
             if pending >= self.settings.commit_every or (pending and time.monotonic() - last_commit > COMMIT_SECONDS):
                 self._commit(progress)
@@ -88,19 +116,15 @@ class SpaceIndexer:
             if on_progress is not None:
                 on_progress(progress)
         self._commit(progress)
-        interrupted = stop is not None and stop.is_set() and progress.done < progress.total
-        progress.state = IndexState.BUILDING if interrupted else IndexState.READY
-        progress.finished_at = time.monotonic()
-        log.info(
-            "space_indexed",
-            space=self.space.name,
-            changed=progress.indexed,
-            deleted=progress.deleted,
-            skipped=progress.skipped,
-            seconds=round(progress.finished_at - progress.started_at, 3),
-            interrupted=interrupted,
-        )
-        return progress
+
+    def _apply_isolated(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
+        """One bad file never stops the scan: an unexpected error skips it."""
+        try:
+            return self._apply(source, owners, progress)
+        except Exception as exc:  # logged with its traceback; the file is retried next pass
+            log.exception("note_failed", space=self.space.name, path=source.rel_path)
+            self._skip(progress, source.rel_path, f"internal error: {type(exc).__name__}")
+            return 0
 
     def _changed(self, source: SourceFile) -> bool:
         entry = self.manifest.entries.get(source.rel_path)
@@ -174,3 +198,6 @@ class SpaceIndexer:
         self.lexical.commit()
         self.manifest.save()
         progress.last_indexed = datetime.now(tz=UTC)
+        # Counted here, on the writer thread: status readers must not iterate
+        # a manifest the writer is changing.
+        self.skipped_total = len(self.manifest.skipped())

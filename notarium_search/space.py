@@ -134,7 +134,7 @@ class Space:
             path=str(self.config.path),
             language=self.config.language,
             notes=int(self.lexical.searcher().num_docs),
-            skipped=len(self.indexer.manifest.skipped()),
+            skipped=self.indexer.skipped_total,
             lexical=lexical,
             semantic=self.channel_status(self.settings.vector_search),
             graph=self.channel_status(self.settings.graph_boost),

@@ -213,3 +213,49 @@ def test_interrupted_build_resumes(vault: Vault):
     assert progress.total <= 30 - 10  # the committed part is not redone
     assert len(service.search("notes", "commun", NO_FILTER, 100).results) == 30
     service.stop()
+
+
+def test_unexpected_error_on_one_file_does_not_stop_the_scan(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    import notarium_search.indexer as indexer
+
+    real_parse = indexer.parse_note
+
+    def flaky_parse(text, rel_path, mtime):
+        if rel_path == "bad.md":
+            raise RecursionError("pathological note")
+        return real_parse(text, rel_path, mtime)
+
+    monkeypatch.setattr(indexer, "parse_note", flaky_parse)
+    vault.write("bad.md", note("bad", "texte piégé"))
+    vault.write("good.md", note("good", "texte sain"))
+    service = vault.service()
+    assert ids(service.search("notes", "texte", NO_FILTER, 10)) == ["good"]
+    assert service.status()[0].lexical.state == IndexState.READY
+    monkeypatch.setattr(indexer, "parse_note", real_parse)
+    service.spaces["notes"].run_reconcile()  # the failed file is retried
+    assert sorted(ids(service.search("notes", "texte", NO_FILTER, 10))) == ["bad", "good"]
+    service.stop()
+
+
+def test_failed_commit_is_reported_and_recovered(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    vault.write("a.md", note("a", "premier"))
+    service = vault.service()
+    space = service.spaces["notes"]
+    vault.write("b.md", note("b", "second"))
+    real_commit = space.lexical.commit
+
+    def failing_commit() -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(space.lexical, "commit", failing_commit)
+    with pytest.raises(OSError, match="No space left"):
+        space.run_reconcile()
+    status = space.status()
+    assert status.lexical.state == IndexState.FAILED
+    assert "No space left" in (status.lexical.error or "")
+    assert ids(service.search("notes", "premier", NO_FILTER, 10)) == ["a"]  # last commit still served
+    monkeypatch.setattr(space.lexical, "commit", real_commit)
+    space.run_reconcile()
+    assert ids(service.search("notes", "second", NO_FILTER, 10)) == ["b"]
+    assert space.status().lexical.error is None
+    service.stop()
