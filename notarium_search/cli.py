@@ -73,10 +73,8 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
     config = settings.space(args.space)
     if config is None:
         return _unknown_space(settings, args.space)
-    if args.full:
-        (settings.index_dir / config.name / "manifest.json").unlink(missing_ok=True)
     try:
-        space = Space(config, settings)
+        space = Space(config, settings, rebuild=args.full)
     except IndexLocked as exc:
         print(f"notarium-search: {exc}", file=sys.stderr)
         return 1

@@ -8,16 +8,19 @@ writer.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import queue
 import shutil
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
 
 import structlog
 
 from notarium_search.indexer import SpaceIndexer, index_fingerprint
-from notarium_search.lexical.store import LexicalIndex
+from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.manifest import Manifest
 from notarium_search.models import (
     ChannelState,
@@ -40,19 +43,26 @@ class NotIndexed(RuntimeError):
 
 
 class Space:
-    def __init__(self, config: SpaceConfig, settings: Settings, read_only: bool = False) -> None:
+    def __init__(self, config: SpaceConfig, settings: Settings, read_only: bool = False, rebuild: bool = False) -> None:
         """`read_only`: open what another process (the service) built, never
-        write: for CLI searches beside a running service."""
+        write: for CLI searches beside a running service. `rebuild`: forget
+        the index and build it again from the files."""
         self.config = config
         self.settings = settings
         self.name = config.name
         self.directory = settings.index_dir / config.name
+        self._lock: TextIO | None = None
         manifest = Manifest.load(self.directory / "manifest.json", index_fingerprint(config, settings))
         if read_only:
             if not manifest.entries or not (self.directory / "lexical" / "meta.json").exists():
                 raise NotIndexed(f"space {self.name} is not indexed yet: run `notarium-search index {self.name}`")
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
+            # Taken before anything destructive: a second writer (another
+            # service, or `notarium-search index`) must never wipe a live index.
+            self._lock = _lock_space(self.directory)
+            if rebuild:
+                manifest.entries.clear()
             if not manifest.entries:
                 # No trustworthy record of what the index holds: rebuild it from the files.
                 shutil.rmtree(self.directory / "lexical", ignore_errors=True)
@@ -83,6 +93,9 @@ class Space:
         if self._thread is not None:
             self._thread.join(timeout)
         self.lexical.close()
+        if self._lock is not None:
+            self._lock.close()  # releases the flock
+            self._lock = None
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
@@ -100,6 +113,12 @@ class Space:
         """One reconcile pass on the calling thread (the writer thread, or the CLI)."""
         try:
             progress = self.indexer.reconcile(self.stop_event, on_progress)
+        except IndexLocked as exc:
+            log.error("space_index_locked", space=self.name, error=str(exc))
+            self._failure = str(exc)
+            self.indexer.progress.state = IndexState.FAILED
+            self._ready.set()
+            raise
         except Exception as exc:
             log.exception("space_index_failed", space=self.name)
             self._failure = f"{type(exc).__name__}: {exc}"
@@ -146,6 +165,16 @@ class Space:
         if not enabled:
             return ChannelStatus(ChannelState.DISABLED)
         return ChannelStatus(ChannelState.UNAVAILABLE, NOT_YET_AVAILABLE)
+
+
+def _lock_space(directory: Path) -> TextIO:
+    handle = open(directory / "writer.lock", "w")  # noqa: SIM115 - held open for the space's lifetime
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        handle.close()
+        raise IndexLocked(f"space index {directory} is in use by another process") from exc
+    return handle
 
 
 def rate_and_eta(progress: IndexProgress) -> tuple[float | None, float | None]:

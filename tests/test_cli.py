@@ -61,3 +61,18 @@ def test_errors_are_clear(vault: Vault, tmp_path: Path):
     assert "configuration error" in bad.stderr
     usage = run([], vault, tmp_path)
     assert usage.returncode == 2
+
+
+def test_index_refuses_while_a_service_writes_the_space(vault: Vault, tmp_path: Path):
+    vault.write("a.md", "---\nid: a\n---\ntexte\n")
+    service = vault.service(index_dir=tmp_path / "index")  # holds the space's writer lock
+    try:
+        busy = run(["index", "notes", "--full"], vault, tmp_path)
+        assert busy.returncode == 1
+        assert "in use by another process" in busy.stderr
+        # --full did not wipe the live index.
+        assert service.status()[0].notes == 1
+        found = run(["search", "notes", "texte", "--json"], vault, tmp_path)  # readers are welcome
+        assert [r["id"] for r in json.loads(found.stdout)["results"]] == ["a"]
+    finally:
+        service.stop()
