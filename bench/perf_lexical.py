@@ -15,9 +15,12 @@ pipeline, then measures:
     .venv/bin/python bench/perf_lexical.py --notes 500 --quick     # CI smoke run, < 60 s
 
 Everything is seeded: two runs write the same notes (`corpus.sha256` in the
-output) and send the same queries, whatever --notes is. `--profile` runs the
-indexing and in-process query phases under cProfile (their timings are then
-inflated) and prints the top functions.
+output) and send the same queries, whatever --notes is. The notes were just
+written, so indexing reads them from the page cache. `load_average_at_start`
+tells whether other work shared the CPUs. `--profile` runs the indexing and
+in-process query phases under cProfile (their timings are then inflated) and
+prints the top functions. `main(argv)` returns the results dict, for a CI
+smoke test: `main(["--notes", "500", "--quick"])`.
 """
 
 from __future__ import annotations
@@ -61,7 +64,9 @@ from notarium_search.settings import Settings, SpaceConfig
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SPACE = "perf"
 DEFAULT_NOTES = 10_000
-DEFAULT_EVAL_DIR = PROJECT_ROOT.parent / "shared" / "eval"
+SHARED_EVAL_DIR = PROJECT_ROOT.parent / "shared" / "eval"  # beside the repository, never inside it
+FRENCH_COLLECTION = "piaf-fr"
+ENGLISH_COLLECTION = "cranfield"
 CORPUS_SEED = 20_240_501  # fixed: every run writes byte-identical notes
 QUERY_SEED = 7  # separate from the corpus seed: the query list does not depend on --notes
 
@@ -74,6 +79,7 @@ SECTION_PASSAGES = (3, 5)  # passages per `##` section of a long note
 BODY_CHARS = (300, 3_000)  # drawn log-uniformly: many short notes, a tail of longer ones
 LINK_SHARE = 0.4  # share of notes that link to others with [[wiki-links]]
 MAX_LINKS = 4
+ALIASED_LINK_SHARE = 0.3  # some links are written [[Target|alias]]
 MAX_TAGS = 3
 TITLE_LEAD_WORDS = 4  # "Article — first words of the passage": distinct titles from 191 articles
 ENGLISH_TITLE_WORDS = 8  # cranfield titles are whole sentences: keep the start
@@ -126,8 +132,8 @@ SEARCH_LIMIT = 10  # what the Spotlight UI asks for
 FEED_LIMIT = 20  # one feed page
 PREFIX_CHARS = (4, 6)  # as-you-type: the first 4-6 letters of a word
 PREFIX_MIN_WORD = 7  # only words long enough to be cut mid-way
-# Feed queries are the 1 or 2 longest words of a question: the feed requires every
-# word to occur, so whole questions would almost always give an empty page.
+LONE_PREFIX_SHARE = 0.5  # half the prefixes are typed alone, half after the words before them
+FEED_WORDS = (1, 2)  # feed filters alternate between one and two words
 HOST = "127.0.0.1"
 CLIENTS = 4  # concurrent HTTP clients for the throughput run
 HTTP_WARMUP = 20
@@ -137,6 +143,9 @@ POLL_SECONDS = 0.1
 TRANSPORT_ERROR = -1  # "status" recorded when the connection failed
 LOG_TAIL_CHARS = 2_000
 PROFILE_LINES = 25
+# Peak and current RSS of the server; anonymous memory (heap, Tantivy buffers) is
+# what grows, file-backed pages are mostly the memory-mapped index.
+SERVER_MEMORY_FIELDS = {"peak_rss_mb": "VmHWM", "rss_mb": "VmRSS", "rss_anon_mb": "RssAnon", "rss_file_mb": "RssFile"}
 MIB = 1024 * 1024
 
 TARGET_NOTES_PER_S = 1_000
@@ -205,26 +214,19 @@ class BenchQuery:
 
 
 def load_corpora(eval_dir: Path) -> Corpora:
-    files = {
-        name: eval_dir / collection / f"{name.split('_')[1]}.jsonl"
-        for name, collection in (
-            ("fr_corpus", "piaf-fr"),
-            ("fr_queries", "piaf-fr"),
-            ("en_corpus", "cranfield"),
-            ("en_queries", "cranfield"),
-        )
-    }
-    missing = [str(path) for path in files.values() if not path.is_file()]
+    french, english = eval_dir / FRENCH_COLLECTION, eval_dir / ENGLISH_COLLECTION
+    needed = [folder / name for folder in (french, english) for name in ("corpus.jsonl", "queries.jsonl")]
+    missing = [str(path) for path in needed if not path.is_file()]
     if missing:
         raise BenchError(
-            f"eval corpora not found: {', '.join(missing)}; pass --eval-dir DIR (a folder holding piaf-fr/ and"
-            " cranfield/, see ../shared/eval)"
+            f"eval corpora not found: {', '.join(missing)}; pass --eval-dir DIR, a folder holding"
+            f" {FRENCH_COLLECTION}/ and {ENGLISH_COLLECTION}/ (default: $NOTARIUM_EVAL_DIR or {SHARED_EVAL_DIR})"
         )
     return Corpora(
-        french=_passages(files["fr_corpus"]),
-        english=_passages(files["en_corpus"]),
-        french_queries=_texts(files["fr_queries"]),
-        english_queries=_texts(files["en_queries"]),
+        french=_passages(french / "corpus.jsonl"),
+        english=_passages(english / "corpus.jsonl"),
+        french_queries=_texts(french / "queries.jsonl"),
+        english_queries=_texts(english / "queries.jsonl"),
     )
 
 
@@ -283,16 +285,25 @@ def plan_notes(count: int, rng: random.Random, corpora: Corpora) -> list[NoteSpe
     for _ in range(count):
         english = rng.random() < ENGLISH_NOTE_SHARE
         first = rng.choice(corpora.english if english else corpora.french)
-        folder = rng.choice(FOLDERS)
         created = DATES_START + timedelta(seconds=rng.randrange(DATES_SPAN_SECONDS))
         updated = created + timedelta(seconds=rng.randrange(MAX_EDIT_DAYS * 86_400))
+        folder = _folder(rng.choice(FOLDERS), created)
         title = _unique(_title(first, english, folder, created), titles)
-        path = _unique(_file_name(title), paths, folder=folder)
+        stem = _file_name(title)
+        path = _unique(f"{folder}/{stem}" if folder else stem, paths) + ".md"
         long = rng.random() < LONG_NOTE_SHARE
         chars = LONG_NOTE_CHARS if long else round(math.exp(rng.uniform(*map(math.log, BODY_CHARS))))
         tags = tuple(rng.sample(TAG_VOCABULARY, rng.randint(0, MAX_TAGS)))
         specs.append(NoteSpec(path, title, english, long, chars, first, tags, created, updated))
     return specs
+
+
+def _folder(drawn: str, created: datetime) -> str:
+    """Daily notes are filed by year, when the year has a folder."""
+    if not drawn.startswith("Journal/"):
+        return drawn
+    by_year = f"Journal/{created.year}"
+    return by_year if by_year in FOLDERS else "Journal"
 
 
 def _title(first: Passage, english: bool, folder: str, created: datetime) -> str:
@@ -309,17 +320,15 @@ def _file_name(title: str) -> str:
     return " ".join(title.translate(_UNSAFE_FILE_CHARS).split())[:MAX_FILE_NAME_CHARS]
 
 
-def _unique(name: str, used: set[str], folder: str | None = None) -> str:
-    """`name`, or `name (2)`, `name (3)`…; with `folder`, a unique `folder/name.md` path."""
+def _unique(name: str, used: set[str]) -> str:
+    """`name`, or `name (2)`, `name (3)`… as a note app names duplicates; recorded in `used`."""
     number = 1
-    while True:
-        candidate = name if number == 1 else f"{name} ({number})"
-        if folder is not None:
-            candidate = f"{folder}/{candidate}.md" if folder else f"{candidate}.md"
-        if candidate not in used:
-            used.add(candidate)
-            return candidate
+    candidate = name
+    while candidate in used:
         number += 1
+        candidate = f"{name} ({number})"
+    used.add(candidate)
+    return candidate
 
 
 def frontmatter(spec: NoteSpec) -> str:
@@ -344,15 +353,17 @@ def render_body(spec: NoteSpec, rng: random.Random, corpora: Corpora, titles: li
     if rng.random() >= LINK_SHARE:
         return body, False
     targets = rng.sample(titles, rng.randint(1, MAX_LINKS))
-    links = [f"[[{t}]]" if rng.random() < 0.7 else f"[[{t}|{t.split()[0].lower()}]]" for t in targets]
+    links = [f"[[{t}|{t.split()[0].lower()}]]" if rng.random() < ALIASED_LINK_SHARE else f"[[{t}]]" for t in targets]
     lead = "See also" if spec.english else "Voir aussi"
     return f"{body}\n\n{lead} : {', '.join(links)}.", True
 
 
 def _short_body(spec: NoteSpec, rng: random.Random, pool: list[Passage]) -> str:
     paragraphs = [spec.first.text]
-    while sum(map(len, paragraphs)) < spec.chars:
+    size = len(spec.first.text)
+    while size < spec.chars:
         paragraphs.append(rng.choice(pool).text)
+        size += len(paragraphs[-1])
     return _cut_words("\n\n".join(paragraphs), spec.chars)
 
 
@@ -404,7 +415,7 @@ def as_you_type(query: str, rng: random.Random) -> str | None:
         return None
     i = rng.choice(long_words)
     cut = words[i][: rng.randint(*PREFIX_CHARS)]
-    return cut if rng.random() < 0.5 else " ".join([*words[:i], cut])
+    return cut if rng.random() < LONE_PREFIX_SHARE else " ".join([*words[:i], cut])
 
 
 def feed_keywords(query: str, count: int) -> str:
@@ -440,10 +451,15 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def proc_status_mb(pid: int, key: str, path: Path | None = None) -> float | None:
-    """A `Key: N kB` line of /proc/<pid>/status (or of `path`), in MiB; None off Linux."""
+def proc_status_mb(pid: int, key: str) -> float | None:
+    """A `VmXxx:` line of /proc/<pid>/status, in MiB."""
+    return kib_line_mb(Path(f"/proc/{pid}/status"), key)
+
+
+def kib_line_mb(path: Path, key: str) -> float | None:
+    """The `Key:   N kB` line of a /proc file, in MiB; None off Linux."""
     try:
-        lines = (path or Path(f"/proc/{pid}/status")).read_text().splitlines()
+        lines = path.read_text().splitlines()
     except OSError:
         return None
     for line in lines:
@@ -486,10 +502,11 @@ class Profiler:
 
 def measure_indexing(service: Service, expected: int, profiler: Profiler) -> dict[str, Any]:
     space = service.spaces[SPACE]
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     with profiler.phase("index"):
         full = space.run_reconcile()
     full_s = time.perf_counter() - started
+    cpu_s = time.process_time() - cpu_started  # all threads: Python and Tantivy's
     if full.indexed != expected or full.skipped:
         raise BenchError(f"indexed {full.indexed} notes and skipped {full.skipped}, expected {expected} and 0")
     started = time.perf_counter()
@@ -498,10 +515,23 @@ def measure_indexing(service: Service, expected: int, profiler: Profiler) -> dic
     return {
         "full_seconds": round(full_s, 3),
         "notes_per_second": round(expected / full_s, 1),
+        "cpu_seconds": round(cpu_s, 3),
         "noop_reconcile_seconds": round(noop_s, 3),
         "noop_reconcile_indexed": again.indexed,
         "indexed_docs": space.status().notes,
     }
+
+
+def settle(service: Service) -> dict[str, Any]:
+    """Close the writer (waits for Tantivy's background merges) and reload the
+    reader, so that queries run on the segments a long-running service has,
+    like the server's. This also releases the writer lock the server takes."""
+    started = time.perf_counter()
+    service.stop()
+    waited = time.perf_counter() - started
+    lexical = service.spaces[SPACE].lexical
+    lexical.index.reload()
+    return {"merge_wait_seconds": round(waited, 3), "segments": int(lexical.searcher().num_segments)}
 
 
 def measure_search(service: Service, queries: list[BenchQuery], plan: Plan, profiler: Profiler) -> dict[str, Any]:
@@ -526,7 +556,7 @@ def measure_search(service: Service, queries: list[BenchQuery], plan: Plan, prof
 
 def measure_feed(service: Service, queries: list[BenchQuery], plan: Plan) -> dict[str, Any]:
     sources = [q.text for q in queries if q.kind != "prefix"][: plan.feed_queries]
-    texts = [feed_keywords(text, 1 + i % 2) for i, text in enumerate(sources)]
+    texts = [feed_keywords(text, FEED_WORDS[i % len(FEED_WORDS)]) for i, text in enumerate(sources)]
     with_query, empty = [], 0
     for text in texts:
         started = time.perf_counter()
@@ -662,38 +692,42 @@ def measure_http_single(port: int, paths: list[str]) -> dict[str, Any]:
     client = Client(port)
     statuses: Counter[int] = Counter()
     samples = []
+    empty = 0
     try:
         for path in paths[:HTTP_WARMUP]:
             client.get(path)
         for path in paths:
             started = time.perf_counter()
-            status, _ = client.get(path)
+            status, body = client.get(path)
             samples.append(elapsed_ms(started))
             statuses[status] += 1
+            empty += status == http.client.OK and not json.loads(body)["results"]  # same as in-process
     finally:
         client.close()
-    return {**summarize(samples), **_status_counts(statuses)}
+    return {**summarize(samples), "empty_results": empty, **_status_counts(statuses)}
 
 
 def measure_http_concurrent(port: int, paths: list[str], seconds: float) -> dict[str, Any]:
     """CLIENTS threads, each on its own connection, for `seconds`."""
     samples: list[list[float]] = [[] for _ in range(CLIENTS)]
     statuses: list[Counter[int]] = [Counter() for _ in range(CLIENTS)]
-    start = threading.Barrier(CLIENTS + 1)
+    start = threading.Barrier(CLIENTS + 1, timeout=HTTP_TIMEOUT)  # a client that dies cannot hang the run
 
     def worker(k: int) -> None:
         client = Client(port)
         offset = k * len(paths) // CLIENTS  # clients do not send the same query at the same time
-        start.wait()
-        deadline = time.perf_counter() + seconds
-        i = 0
-        while time.perf_counter() < deadline:
-            started = time.perf_counter()
-            status, _ = client.get(paths[(offset + i) % len(paths)])
-            samples[k].append(elapsed_ms(started))
-            statuses[k][status] += 1
-            i += 1
-        client.close()
+        try:
+            start.wait()
+            deadline = time.perf_counter() + seconds
+            i = 0
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                status, _ = client.get(paths[(offset + i) % len(paths)])
+                samples[k].append(elapsed_ms(started))
+                statuses[k][status] += 1
+                i += 1
+        finally:
+            client.close()
 
     threads = [threading.Thread(target=worker, args=(k,), name=f"client-{k}") for k in range(CLIENTS)]
     for thread in threads:
@@ -724,7 +758,7 @@ def measure_http(work: Path, queries: list[BenchQuery], plan: Plan) -> dict[str,
         single = measure_http_single(server.port, paths)
         concurrent = measure_http_concurrent(server.port, paths, plan.concurrent_seconds)
         pid = server.process.pid
-        memory = {"peak_rss_mb": proc_status_mb(pid, "VmHWM"), "rss_mb": proc_status_mb(pid, "VmRSS")}
+        memory = {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
         ready = server.ready_seconds
     return {"server_ready_seconds": ready, "single": single, "concurrent": concurrent, "server_memory": memory}
 
@@ -736,11 +770,13 @@ def machine_info() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
         "cpu_model": _cpu_model(),
-        "ram_mb": proc_status_mb(0, "MemTotal", Path("/proc/meminfo")),
+        "ram_mb": kib_line_mb(Path("/proc/meminfo"), "MemTotal"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "tantivy": metadata.version("tantivy"),
         "date": datetime.now(tz=UTC).isoformat(timespec="seconds"),
+        # Other work on the machine skews every figure: compare this with `cpus`.
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -778,6 +814,7 @@ def print_summary(results: dict[str, Any]) -> None:
     rows = [
         ("notes", f"{corpus['notes']:,} ({corpus['bytes'] / MIB:.1f} MiB, {corpus['long_notes']} long)"),
         ("full index", f"{index['full_seconds']:.2f} s = {index['notes_per_second']:,.0f} notes/s"),
+        ("index CPU", f"{index['cpu_seconds']:.2f} s (all threads), {index['segments']} segments"),
         ("no-change reconcile", f"{index['noop_reconcile_seconds'] * 1000:.1f} ms"),
         ("index size", f"{index['size_bytes'] / MIB:.1f} MiB"),
         ("search in-process", _latency(search)),
@@ -790,8 +827,10 @@ def print_summary(results: dict[str, Any]) -> None:
         ("server peak RSS", f"{http_['server_memory']['peak_rss_mb']} MiB"),
         ("bench peak RSS", f"{results['memory']['bench_peak_rss_mb']} MiB"),
     ]
-    width = max(len(label) for label, _ in rows)
-    print(f"\nnotarium-search lexical perf — {results['machine']['cpus']} cpus, {results['machine']['date']}")
+    width = max(len(label) for label in [*(r[0] for r in rows), *results["targets"]])
+    machine = results["machine"]
+    load = machine["load_average_at_start"][0]
+    print(f"\nnotarium-search lexical perf — {machine['cpus']} cpus, load {load} at start, {machine['date']}")
     for label, value in rows:
         print(f"  {label:<{width}}  {value}")
     print("targets:")
@@ -813,12 +852,20 @@ def _throughput(summary: dict[str, Any]) -> str:
 # -- driver ----------------------------------------------------------------
 
 
+def default_eval_dir() -> Path:
+    """$NOTARIUM_EVAL_DIR, as the test suite uses it (.ci/run), else the shared folder."""
+    return Path(os.environ.get("NOTARIUM_EVAL_DIR") or SHARED_EVAL_DIR)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notes", type=int, default=DEFAULT_NOTES, help=f"notes to generate (default {DEFAULT_NOTES})")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument(
-        "--eval-dir", type=Path, default=DEFAULT_EVAL_DIR, help="folder holding piaf-fr/ and cranfield/"
+        "--eval-dir",
+        type=Path,
+        default=default_eval_dir(),
+        help=f"folder holding piaf-fr/ and cranfield/ (default: $NOTARIUM_EVAL_DIR or {SHARED_EVAL_DIR})",
     )
     parser.add_argument("--quick", action="store_true", help="fewer queries and a 2 s throughput run (CI smoke test)")
     parser.add_argument("--work", type=Path, help="keep notes, index and server log in this new or empty folder")
@@ -856,11 +903,12 @@ def run(args: argparse.Namespace, plan: Plan, corpora: Corpora, work: Path) -> d
     queries = build_queries(plan, corpora)
     try:
         results["index"] = measure_indexing(service, args.notes, profiler)
+        results["index"].update(settle(service))
         memory["after_index_mb"] = peak_rss_mb()
         results["search"] = measure_search(service, queries, plan, profiler)
         results["feed"] = measure_feed(service, queries, plan)
     finally:
-        service.stop()  # releases the writer lock, which the server's own reconcile takes
+        service.stop()  # idempotent; on failure, releases the writer lock all the same
     results["index"]["size_bytes"] = dir_size(work / "index" / SPACE)
     results["index"]["lexical_size_bytes"] = dir_size(work / "index" / SPACE / "lexical")
     results["http"] = measure_http(work, queries, plan)

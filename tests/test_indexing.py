@@ -217,8 +217,7 @@ def test_interrupted_build_resumes(vault: Vault):
 
 def test_unexpected_error_on_one_file_does_not_stop_the_scan(vault: Vault, monkeypatch: pytest.MonkeyPatch):
     import notarium_search.indexer as indexer
-
-    real_parse = indexer.parse_note
+    from notarium_search.parse import parse_note as real_parse
 
     def flaky_parse(text, rel_path, mtime):
         if rel_path == "bad.md":

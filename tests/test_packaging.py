@@ -27,8 +27,10 @@ def build_stage_copies() -> list[str]:
 def test_dockerfile_installs_the_project_with_pip():
     assert re.search(r"pip install --no-cache-dir /src\b", DOCKERFILE)
     assert "USER 10001" in DOCKERFILE
-    assert "HEALTHCHECK" in DOCKERFILE and "/healthz" in DOCKERFILE
-    assert "NOTARIUM_SPACES_ROOT=/notes" in DOCKERFILE and "NOTARIUM_INDEX_DIR=/data/index" in DOCKERFILE
+    assert "HEALTHCHECK" in DOCKERFILE
+    assert "/healthz" in DOCKERFILE
+    assert "NOTARIUM_SPACES_ROOT=/notes" in DOCKERFILE
+    assert "NOTARIUM_INDEX_DIR=/data/index" in DOCKERFILE
 
 
 @pytest.mark.slow
@@ -67,7 +69,8 @@ def test_install_from_the_copied_files(tmp_path: Path):
     result = subprocess.run(
         [sys.executable, "-m", "notarium_search", "--help"], env=env, cwd=tmp_path, capture_output=True, text=True
     )
-    assert result.returncode == 0 and "serve" in result.stdout
+    assert result.returncode == 0
+    assert "serve" in result.stdout
     imported = subprocess.run(
         [sys.executable, "-c", "import notarium_search.api.app as m; print(m.__file__)"],
         env=env,
