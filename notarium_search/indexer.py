@@ -25,7 +25,7 @@ from notarium_search.parse import NotANote, decode_note, parse_note
 from notarium_search.scan import scan_space
 from notarium_search.settings import Settings, SpaceConfig
 
-PARSER_VERSION = 2  # bump when parse/markdown output changes: forces a rebuild
+PARSER_VERSION = 3  # bump when parse/markdown output changes: forces a rebuild
 COMMIT_SECONDS = 2.0  # longest time indexed notes stay invisible during a build
 
 log = structlog.get_logger(__name__)

@@ -3,98 +3,204 @@
 Pure functions over strings, no I/O. Regular expressions rather than a full
 CommonMark parser: the index needs words, not a rendering, and notes written
 in Obsidian dialects (wiki-links, `#tags`, callouts) trip strict parsers.
+
+Code is set aside first (fenced blocks and inline spans, found in linear
+time) and put back verbatim at the end, so no prose rule ever rewrites it.
+Every pattern used on prose is linear: emphasis markers are dropped where
+they touch a word instead of being paired (pairing rescans to the end of the
+text from every unclosed opener).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from notarium_search.models import WikiLink
 
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
-_INLINE_CODE_RE = re.compile(r"(`+)(.+?)\1", re.S)
+# Private-use characters frame the placeholders of set-aside code.
+_INLINE_OPEN, _INLINE_CLOSE, _BLOCK_OPEN, _BLOCK_CLOSE = "\ue000", "\ue001", "\ue002", "\ue003"
+_SENTINELS_RE = re.compile("[\ue000-\ue003]")
+_PLACEHOLDER_RE = re.compile("[\ue000\ue002](\\d+)[\ue001\ue003]")
+
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n?(.*?)(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+_BACKTICKS_RE = re.compile(r"`+")
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 _WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK_RE = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")
-_HTML_TAG_RE = re.compile(r"</?[A-Za-z][^<>\n]*>")
+_AUTOLINK_RE = re.compile(r"<((?:https?|ftp|mailto):[^<>\s]+)>")
+_HTML_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]*)?/?>")
 _HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 _OBSIDIAN_COMMENT_RE = re.compile(r"%%.*?%%", re.S)
-# A tag starts after whitespace or an opening bracket, never inside a word or URL,
-# and must contain a non-digit (Obsidian's rule: `#2024` is not a tag).
-_TAG_RE = re.compile(r"(?:^|(?<=[\s(\[]))#((?:[^\W\d]|[_/-])[\w/-]*|\d+[^\W\d][\w/-]*)", re.M)
+# A tag starts after whitespace or an opening bracket, never inside a word or
+# URL, with a letter or `_` (Obsidian's rule: `#2024` is not a tag, `#2024a` is).
+_TAG_RE = re.compile(r"(?:^|(?<=[\s(\[]))#((?:[^\W\d]|\d+[^\W\d])[\w/-]*)", re.M)
 _LINE_PREFIX_RE = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:[-*+][ \t]+\[[ xX]\][ \t]+|[-*+][ \t]+|\d+[.)][ \t]+)?", re.M)
 _CALLOUT_RE = re.compile(r"\[!\w+\][+-]?")
-_EMPHASIS_RE = re.compile(r"(\*{1,3}|~~|==)(?=\S)(.+?)(?<=\S)\1", re.S)
-# Underscore emphasis only at word edges, so snake_case identifiers survive.
-_UNDERSCORE_EMPHASIS_RE = re.compile(r"(?<!\w)(_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)", re.S)
+# Emphasis markers touching a word on one side: `**gras**`, `~~barré~~`, `==x==`,
+# `_souligné_` (underscores only at word edges, so snake_case survives).
+_MARKER_RE = re.compile(r"(?:\*{1,3}|~~|==)(?=\S)|(?<=\S)(?:\*{1,3}|~~|==)|(?<!\w)_{1,3}(?=\S)|(?<=\S)_{1,3}(?!\w)")
 _RULE_RE = re.compile(r"^[ \t]*(?:[-*_][ \t]*){3,}$|^[ \t]*\|?[ \t]*:?-{3,}.*$", re.M)
-_BLANKS_RE = re.compile(r"[ \t]+")
+_BLANKS_RE = re.compile(r"[ \t]{2,}|\t")
 _MANY_NEWLINES_RE = re.compile(r"\n{3,}")
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownParts:
+    """What the index needs from a body, from a single pass over it."""
+
+    headings: tuple[str, ...]
+    first_h1: str | None
+    tags: tuple[str, ...]
+    links: tuple[WikiLink, ...]
+    plain_text: str
+
+
+def analyse(text: str) -> MarkdownParts:
+    masked, code = _set_code_aside(text)
+    found = [(len(m.group(1)), _heading_text(m.group(2), code)) for m in _HEADING_RE.finditer(masked)]
+    return MarkdownParts(
+        headings=tuple(h for _, h in found),
+        first_h1=next((h for level, h in found if level == 1 and h), None),
+        tags=_inline_tags(masked),
+        links=_wikilinks(masked),
+        plain_text=_plain_text(masked, code),
+    )
 
 
 def strip_code(text: str) -> str:
     """The text without fenced code blocks or inline code spans."""
-    return _INLINE_CODE_RE.sub(" ", _FENCE_RE.sub("\n", text))
+    masked, _ = _set_code_aside(text)
+    return _PLACEHOLDER_RE.sub(lambda m: "\n" if m.group(0)[0] == _BLOCK_OPEN else " ", masked)
 
 
 def headings(text: str) -> tuple[str, ...]:
-    """ATX headings outside code, in order, with inline syntax reduced."""
-    return tuple(_inline_to_text(m.group(2)).strip() for m in _HEADING_RE.finditer(strip_code(text)))
+    """ATX headings outside code blocks, in order, with inline syntax reduced."""
+    return analyse(text).headings
 
 
 def first_h1(text: str) -> str | None:
-    for match in _HEADING_RE.finditer(strip_code(text)):
-        if len(match.group(1)) == 1:
-            return _inline_to_text(match.group(2)).strip() or None
-    return None
+    return analyse(text).first_h1
 
 
 def inline_tags(text: str) -> tuple[str, ...]:
     """`#tags` written in the body, outside code and links."""
-    cleaned = _MD_LINK_RE.sub(" ", _WIKILINK_RE.sub(" ", strip_code(text)))
-    cleaned = _HEADING_RE.sub(lambda m: " " + m.group(2), cleaned)
-    return tuple(m.group(1).rstrip("/-") for m in _TAG_RE.finditer(cleaned))
+    return _inline_tags(_set_code_aside(text)[0])
 
 
 def wikilinks(text: str) -> tuple[WikiLink, ...]:
     """Outgoing `[[target#heading|alias]]` links outside code (embeds included)."""
-    links: list[WikiLink] = []
-    for match in _WIKILINK_RE.finditer(strip_code(text)):
-        inner, _, alias = match.group(1).partition("|")
-        target, _, heading = inner.partition("#")
-        target = target.strip()
-        if not target and not heading:
-            continue
-        links.append(WikiLink(target=target, heading=heading.strip() or None, alias=alias.strip() or None))
-    return tuple(links)
+    return _wikilinks(_set_code_aside(text)[0])
 
 
 def to_plain_text(text: str) -> str:
     """Markdown reduced to the words a reader sees, for indexing and snippets.
 
-    Code content is kept (people search for commands and identifiers); only
-    the fences and markup around it go.
+    Code content is kept verbatim (people search for commands and
+    identifiers); only the fences and markup around it go.
     """
-    text = _OBSIDIAN_COMMENT_RE.sub(" ", _HTML_COMMENT_RE.sub(" ", text))
-    text = _FENCE_RE.sub(_fence_body, text)
-    text = _RULE_RE.sub("", text)
-    text = _HEADING_RE.sub(lambda m: m.group(2), text)
-    text = _LINE_PREFIX_RE.sub("", text)
-    text = _CALLOUT_RE.sub("", text)
-    text = _inline_to_text(text)
-    text = text.replace("|", " ")
+    masked, code = _set_code_aside(text)
+    return _plain_text(masked, code)
+
+
+# -- code set aside -------------------------------------------------------
+
+
+def _set_code_aside(text: str) -> tuple[str, list[str]]:
+    """Replace fenced blocks and inline code spans by numbered placeholders."""
+    code: list[str] = []
+    text = _SENTINELS_RE.sub(" ", text)
+
+    def block(match: re.Match[str]) -> str:
+        code.append(_normalise_space(match.group(2)))
+        return f"\n{_BLOCK_OPEN}{len(code) - 1}{_BLOCK_CLOSE}\n"
+
+    text = _FENCE_RE.sub(block, text)
+    return _set_inline_code_aside(text, code), code
+
+
+def _set_inline_code_aside(text: str, code: list[str]) -> str:
+    """CommonMark code spans: a run of N backticks closes at the next run of
+    exactly N. Linear: each run's next same-length run is found in one pass."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS_RE.finditer(text)]
+    if len(runs) < 2:
+        return text
+    next_same: list[int | None] = [None] * len(runs)
+    last_seen: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        length = runs[i][1] - runs[i][0]
+        next_same[i] = last_seen.get(length)
+        last_seen[length] = i
+    parts: list[str] = []
+    pos = 0
+    i = 0
+    while i < len(runs):
+        j = next_same[i]
+        if j is None:
+            i += 1
+            continue
+        start, inner_start = runs[i]
+        inner_end, end = runs[j]
+        content = text[inner_start:inner_end]
+        if "\n\n" in content:  # a code span never crosses a paragraph break
+            i += 1
+            continue
+        code.append(content.strip().replace("\n", " "))
+        parts.append(text[pos:start] + f"{_INLINE_OPEN}{len(code) - 1}{_INLINE_CLOSE}")
+        pos = end
+        i = j + 1
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _normalise_space(text: str) -> str:
+    """Per-line trimming and collapsed blanks: layout, not content."""
     text = _BLANKS_RE.sub(" ", text)
     lines = (line.strip() for line in text.split("\n"))
     return _MANY_NEWLINES_RE.sub("\n\n", "\n".join(lines)).strip()
 
 
-def _fence_body(match: re.Match[str]) -> str:
-    block = match.group(0)
-    body = block.split("\n", 1)[1] if "\n" in block else ""
-    fence = match.group(1)
-    if body.rstrip().endswith(fence):
-        body = body.rstrip()[: -len(fence)].rstrip("`~")
-    return "\n" + body + "\n"
+def _put_code_back(text: str, code: list[str]) -> str:
+    return _PLACEHOLDER_RE.sub(lambda m: code[int(m.group(1))], text)
+
+
+# -- prose ----------------------------------------------------------------
+
+
+def _heading_text(raw: str, code: list[str]) -> str:
+    return _put_code_back(_inline_to_text(raw), code).strip()
+
+
+def _inline_tags(masked: str) -> tuple[str, ...]:
+    if "#" not in masked:
+        return ()
+    cleaned = _MD_LINK_RE.sub(" ", _WIKILINK_RE.sub(" ", masked))
+    cleaned = _HEADING_RE.sub(lambda m: " " + m.group(2), cleaned)
+    tags = (m.group(1).rstrip("/-") for m in _TAG_RE.finditer(cleaned))
+    return tuple(t for t in tags if t)
+
+
+def _wikilinks(masked: str) -> tuple[WikiLink, ...]:
+    links: list[WikiLink] = []
+    for match in _WIKILINK_RE.finditer(masked):
+        inner, _, alias = match.group(1).partition("|")
+        target, _, heading = inner.partition("#")
+        target, heading = target.strip(), heading.strip()
+        if not target and not heading:
+            continue
+        links.append(WikiLink(target=target, heading=heading or None, alias=alias.strip() or None))
+    return tuple(links)
+
+
+def _plain_text(masked: str, code: list[str]) -> str:
+    text = _OBSIDIAN_COMMENT_RE.sub(" ", _HTML_COMMENT_RE.sub(" ", masked))
+    text = _RULE_RE.sub("", text)
+    text = _HEADING_RE.sub(lambda m: m.group(2), text)
+    text = _LINE_PREFIX_RE.sub("", text)
+    text = _CALLOUT_RE.sub("", text)
+    text = _inline_to_text(text)
+    restored = _put_code_back(_normalise_space(text.replace("|", " ")), code)
+    return _MANY_NEWLINES_RE.sub("\n\n", restored).strip()  # an empty code block leaves its blank lines
 
 
 def _wikilink_text(match: re.Match[str]) -> str:
@@ -106,11 +212,8 @@ def _wikilink_text(match: re.Match[str]) -> str:
 
 
 def _inline_to_text(text: str) -> str:
-    text = _INLINE_CODE_RE.sub(lambda m: m.group(2), text)
     text = _WIKILINK_RE.sub(_wikilink_text, text)
     text = _MD_LINK_RE.sub(lambda m: m.group(1), text)
+    text = _AUTOLINK_RE.sub(lambda m: m.group(1), text)
     text = _HTML_TAG_RE.sub(" ", text)
-    for _ in range(2):  # nested emphasis such as ***bold italic*** or **_x_**
-        text = _EMPHASIS_RE.sub(lambda m: m.group(2), text)
-        text = _UNDERSCORE_EMPHASIS_RE.sub(lambda m: m.group(2), text)
-    return text
+    return _MARKER_RE.sub("", text)

@@ -9,13 +9,14 @@ string; non-mapping frontmatter; binary and non-UTF-8 files.
 
 from __future__ import annotations
 
+import codecs
+import math
 import posixpath
 import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-import frontmatter
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
@@ -31,9 +32,11 @@ _DATE_FORMATS = (
     "%Y/%m/%d %H:%M",
     "%d/%m/%Y",
     "%d/%m/%Y %H:%M",
-    "%Y%m%d%H%M%S",
-    "%Y%m%d%H%M",
 )
+_COMPACT_FORMATS = {8: "%Y%m%d", 12: "%Y%m%d%H%M", 14: "%Y%m%d%H%M%S"}
+MAX_TITLE_CHARS = 1000
+MAX_INT_BITS = 256  # bigger frontmatter ints are noise (and str() refuses past ~4,300 digits)
+MAX_EPOCH_MS = 1e13  # beyond year 2286 in milliseconds: not a timestamp
 _TAG_SPLIT_RE = re.compile(r"[,\s]+")
 _CREATED_KEYS = ("created", "date_created", "creation_date", "date")
 _UPDATED_KEYS = ("updated", "modified", "last_modified", "date_modified", "date")
@@ -66,37 +69,41 @@ def decode_note(raw: bytes, truncated: bool = False) -> str:
     """Bytes → text, or `NotANote` with the reason. A BOM is dropped."""
     if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
         raise NotANote("binary file (NUL byte)")
+    skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    body = memoryview(raw)[skip:]
     try:
-        return raw.decode("utf-8-sig")
+        return str(body, "utf-8")
     except UnicodeDecodeError as exc:
         # A truncation may cut a multi-byte character in half: drop the tail.
-        if truncated and exc.start >= len(raw) - 3:
-            return raw[: exc.start].decode("utf-8-sig")
-        raise NotANote(f"not UTF-8 (invalid byte at offset {exc.start})") from exc
+        if truncated and exc.start >= len(body) - 3:
+            return str(body[: exc.start], "utf-8")
+        raise NotANote(f"not UTF-8 (invalid byte at offset {exc.start + skip})") from exc
 
 
 def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
     """Parse a decoded note. Never raises on content: problems become warnings."""
     warnings: list[str] = []
     meta, body = _split_frontmatter(text, warnings)
+    parts = markdown.analyse(body)
     stem = posixpath.splitext(posixpath.basename(rel_path))[0]
-    title = _first_str(meta.get("title")) or markdown.first_h1(body) or stem
-    folder = posixpath.dirname(rel_path)
-    tags = _tag_list(meta.get("tags", meta.get("tag"))) + tuple(t.lower() for t in markdown.inline_tags(body))
-    updated = _frontmatter_date(meta, _UPDATED_KEYS, warnings) or mtime
-    created = _frontmatter_date(meta, _CREATED_KEYS, warnings) or updated
+    title = _first_str(meta.get("title")) or parts.first_h1 or stem
+    tags = _tag_list(meta.get("tags", meta.get("tag"))) + tuple(t.lower() for t in parts.tags)
+    unreadable: set[str] = set()
+    updated = _frontmatter_date(meta, _UPDATED_KEYS, unreadable) or mtime
+    created = _frontmatter_date(meta, _CREATED_KEYS, unreadable) or updated
+    warnings.extend(f"unreadable date in frontmatter field {k!r}: {_preview(meta[k])}" for k in sorted(unreadable))
     return ParsedNote(
         id=_note_id(meta.get("id"), rel_path),
         rel_path=rel_path,
-        title=title.strip()[:1000],
+        title=title.strip()[:MAX_TITLE_CHARS],
         aliases=_string_list(meta.get("aliases", meta.get("alias"))),
         tags=tuple(dict.fromkeys(tags)),
-        folder=folder,
+        folder=posixpath.dirname(rel_path),
         created=created,
         updated=updated,
-        headings=markdown.headings(body),
-        links=markdown.wikilinks(body),
-        text=markdown.to_plain_text(body),
+        headings=parts.headings,
+        links=parts.links,
+        text=parts.plain_text,
         warnings=tuple(warnings),
     )
 
@@ -105,19 +112,36 @@ def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], 
     if not text.startswith("---"):
         return {}, text
     try:
-        meta, body = frontmatter.parse(text, handler=_HANDLER)
+        raw_meta, body = _HANDLER.split(text)
+    except ValueError:  # an opening --- and no closing one: a thematic break, not frontmatter
+        return {}, text
+    try:
+        meta = yaml.load(raw_meta, Loader=_NoTimestampLoader)  # noqa: S506 - a SafeLoader subclass
     except Exception as exc:  # noqa: BLE001 - any YAML failure keeps the note as body text
         warnings.append(f"malformed frontmatter ({type(exc).__name__}): indexed as body text")
         return {}, text
+    if meta is None:
+        return {}, body
     if not isinstance(meta, dict):
         warnings.append("frontmatter is not a mapping: indexed as body text")
         return {}, text
     return {str(k).lower(): v for k, v in meta.items()}, body
 
 
+def _scalar_text(value: Any) -> str | None:
+    """A frontmatter scalar as text; None for lists, mappings and absurd numbers
+    (an int of thousands of digits cannot even be turned into a string)."""
+    if value is None or isinstance(value, list | tuple | dict | set):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
 def _note_id(value: Any, rel_path: str) -> str:
     if isinstance(value, str | int) and not isinstance(value, bool):
-        text = str(value).strip()
+        text = _scalar_text(value)
         if text and len(text) <= MAX_ID_LENGTH and text.isprintable():
             return text
     return rel_path
@@ -126,59 +150,57 @@ def _note_id(value: Any, rel_path: str) -> str:
 def _first_str(value: Any) -> str | None:
     if isinstance(value, list):
         value = value[0] if value else None
-    if value is None or isinstance(value, dict):
-        return None
-    text = str(value).strip()
-    return text or None
+    return _scalar_text(value)
 
 
 def _string_list(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    items: Iterable[Any] = value if isinstance(value, list | tuple) else str(value).split(",")
-    return tuple(dict.fromkeys(s for s in (str(v).strip() for v in items if v is not None) if s))
+    items: Iterable[Any] = value if isinstance(value, list | tuple) else (_scalar_text(value) or "").split(",")
+    return tuple(dict.fromkeys(s for s in (_scalar_text(v) for v in items) if s))
 
 
 def _tag_list(value: Any) -> tuple[str, ...]:
     """Tags in every frontmatter shape: list, "a, b", "a b", "#a", single value."""
-    if value is None:
-        return ()
     raw: Iterable[Any] = value if isinstance(value, list | tuple) else [value]
     tags: list[str] = []
     for item in raw:
-        if item is None or isinstance(item, dict):
-            continue
-        for part in _TAG_SPLIT_RE.split(str(item)):
+        for part in _TAG_SPLIT_RE.split(_scalar_text(item) or ""):
             tag = part.strip().lstrip("#").strip("/").lower()
             if tag:
                 tags.append(tag)
     return tuple(tags)
 
 
-def _frontmatter_date(meta: dict[str, Any], keys: tuple[str, ...], warnings: list[str]) -> datetime | None:
+def _frontmatter_date(meta: dict[str, Any], keys: tuple[str, ...], unreadable: set[str]) -> datetime | None:
     for key in keys:
         if key in meta and meta[key] not in (None, ""):
             parsed = to_datetime(meta[key])
             if parsed is None:
-                warnings.append(f"unreadable date in frontmatter field {key!r}: {meta[key]!r}")
+                unreadable.add(key)
                 continue
             return parsed
     return None
 
 
+def _preview(value: Any) -> str:
+    text = _scalar_text(value) or type(value).__name__
+    return repr(text[:80])
+
+
 def to_datetime(value: Any) -> datetime | None:
-    """Any YAML date shape → aware datetime (naive values are taken as UTC)."""
+    """Any YAML date shape → aware datetime (naive values are taken as UTC).
+    Digit strings are compact dates first (20240105, 202401051030,
+    20240105103000: Zettelkasten ids), epoch seconds or milliseconds second."""
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return _from_number(float(value)) or (to_datetime(str(value)) if isinstance(value, int) else None)
-    if not isinstance(value, str):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
-    text = value.strip()
-    if text.isdigit() and len(text) >= 9:
-        return _from_number(float(text))
+    if isinstance(value, float):
+        return _from_epoch(value)
+    text = _scalar_text(value) or ""
+    if text.isdigit():
+        return _from_compact(text) or _from_epoch(int(text))
     try:
         return to_datetime(datetime.fromisoformat(text.replace("Z", "+00:00")))
     except ValueError:
@@ -191,7 +213,19 @@ def to_datetime(value: Any) -> datetime | None:
     return None
 
 
-def _from_number(value: float) -> datetime | None:
+def _from_compact(digits: str) -> datetime | None:
+    fmt = _COMPACT_FORMATS.get(len(digits))
+    if fmt is None:
+        return None
+    try:
+        return datetime.strptime(digits, fmt).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _from_epoch(value: float) -> datetime | None:
+    if not math.isfinite(value) or not 0 < value < MAX_EPOCH_MS:
+        return None
     if value > 1e11:  # milliseconds since the epoch
         value /= 1000
     if 1e8 < value < 1e10:  # plausibly seconds since the epoch (1973..2286)

@@ -1,7 +1,6 @@
 """Tests for `notarium_search.parse`: bytes → text → `ParsedNote`.
 
-Pure functions only: no files, no mocks. Known bugs are pinned with strict
-xfail tests (each reason names the file/line and the wrong behaviour).
+Pure functions only: no files, no mocks.
 """
 
 from __future__ import annotations
@@ -120,19 +119,10 @@ class TestDecodeNote:
     def test_truncated_on_character_boundary_is_unchanged(self):
         assert decode_note("café".encode(), truncated=True) == "café"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:73 compares exc.start with len(raw), but with utf-8-sig exc.start is counted "
-        "after the 3-byte BOM, so a truncated BOM file is rejected as 'not UTF-8'",
-    )
     def test_truncated_bom_file_mid_character_decodes(self):
         raw = BOM + "Résumé".encode()[:-1]
         assert decode_note(raw, truncated=True) == "Résum"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:75 reports exc.start, which utf-8-sig counts after the BOM: offset is 3 too small",
-    )
     def test_invalid_byte_offset_counts_the_bom(self):
         raw = BOM + b"ab\xffcd"  # the bad byte is at file offset 5
         with pytest.raises(NotANote, match="offset 5"):
@@ -295,11 +285,6 @@ class TestFrontmatterTags:
         note = parse(fm("Texte #Alpha et #gamma.\n", tags="[alpha, beta]"))
         assert note.tags == ("alpha", "beta", "gamma")
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:_tag_list skips dict items but stringifies nested lists: tags: [[n], ok] yields the "
-        "garbage tag \"['n']\"",
-    )
     def test_nested_list_item_does_not_become_a_bracketed_tag(self):
         tags = parse(fm(tags="[[n], ok]")).tags
         assert "ok" in tags
@@ -341,11 +326,6 @@ class TestInlineTags:
     def test_trailing_slash_or_dash_is_dropped(self):
         assert parse("Fin #projet/ et #idee-\n").tags == ("projet", "idee")
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="markdown.py:_TAG_RE accepts '#-', '#/', '#---' and inline_tags() strips them to '': "
-        "ParsedNote.tags then contains the empty tag",
-    )
     def test_no_empty_tag_from_dashes(self):
         assert "" not in parse("Liste #- et #/ et\n#---\n").tags
 
@@ -421,21 +401,11 @@ class TestMalformedFrontmatter:
         assert "Corps." in note.text
         assert note.title == "scalaire"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:112-114 is dead code: frontmatter.parse() silently replaces non-dict YAML by {} and "
-        "returns only the part after the closing ---, so list frontmatter is dropped with no warning",
-    )
     def test_list_frontmatter_is_indexed_as_body_with_warning(self):
         note = parse("---\n- pomme\n- poire\n---\nCorps.\n")
         assert any("not a mapping" in w for w in note.warnings)
         assert "pomme" in note.text
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:112-114 is dead code: a note opening with a --- thematic break loses the paragraph "
-        "up to the next --- (YAML reads it as a string, frontmatter.parse drops it, no warning)",
-    )
     def test_leading_thematic_break_does_not_lose_text(self):
         note = parse("---\nParagraphe important entre deux règles\n---\nSuite.\n")
         assert "Paragraphe important" in note.text
@@ -541,47 +511,22 @@ class TestDates:
             assert note.created == MTIME
             assert note.warnings == ()
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:_frontmatter_date is run for created and updated, and `date` is in both key lists, "
-        "so an unreadable `date:` produces the same warning twice",
-    )
     def test_unreadable_date_key_warns_once(self):
         assert len(parse(fm(date="2024-02-30")).warnings) == 1
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:180 sends every digit string of 9+ chars to _from_number before the strptime formats; "
-        "12-digit YYYYMMDDHHMM (Zettelkasten ids) is read as epoch milliseconds → 1976-05-31",
-    )
     def test_compact_minute_timestamp(self):
         assert parse(fm(created="202401051030")).created == datetime(2024, 1, 5, 10, 30, tzinfo=UTC)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:180: 14-digit YYYYMMDDHHMMSS never reaches the %Y%m%d%H%M%S format (dead entry in "
-        "_DATE_FORMATS): _from_number returns None and a warning is emitted",
-    )
     def test_compact_second_timestamp(self):
         note = parse(fm(created="20240105103000"))
         assert note.created == datetime(2024, 1, 5, 10, 30, tzinfo=UTC)
         assert note.warnings == ()
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:176 float(value) raises OverflowError for a YAML int above ~1.8e308 (e.g. hex 0xfff…): "
-        "parse_note raises instead of warning",
-    )
     def test_huge_int_date_does_not_raise(self):
         note = parse(fm(created="0x" + "f" * 300))
         assert note.created == MTIME
         assert len(note.warnings) == 1
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="parse.py:120/131/138/_tag_list call str() on a YAML int: a hex int with >4300 decimal digits "
-        "hits Python's int→str limit and parse_note raises ValueError",
-    )
     @pytest.mark.parametrize("key", ["id", "title", "tags", "aliases"])
     def test_huge_int_field_does_not_raise(self, key):
         note = parse(fm(**{key: "0x" + "f" * 4000}), "n/x.md")
