@@ -26,7 +26,11 @@ from notarium_search.scan import scan_space
 from notarium_search.settings import Settings, SpaceConfig
 
 PARSER_VERSION = 3  # bump when parse/markdown output changes: forces a rebuild
-COMMIT_SECONDS = 2.0  # longest time indexed notes stay invisible during a build
+# Intermediate commits make a build searchable early, but each one leaves a
+# Tantivy segment, and segments slow every query (tantivy-py cannot force a
+# merge). The first commit comes quickly; the interval then doubles.
+FIRST_COMMIT_SECONDS = 2.0
+MAX_COMMIT_SECONDS = 60.0
 
 log = structlog.get_logger(__name__)
 
@@ -104,15 +108,17 @@ class SpaceIndexer:
                 progress.deleted += 1
         owners = self.manifest.ids()
         last_commit = time.monotonic()
+        interval = FIRST_COMMIT_SECONDS
         pending = len(gone)
         for source in changed:
             if stop is not None and stop.is_set():
                 break
             pending += self._apply_isolated(source, owners, progress)
             progress.done += 1
-            if pending >= self.settings.commit_every or (pending and time.monotonic() - last_commit > COMMIT_SECONDS):
+            if pending >= self.settings.commit_every or (pending and time.monotonic() - last_commit > interval):
                 self._commit(progress)
                 pending, last_commit = 0, time.monotonic()
+                interval = min(interval * 2, MAX_COMMIT_SECONDS)
             if on_progress is not None:
                 on_progress(progress)
         self._commit(progress)

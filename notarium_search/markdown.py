@@ -39,7 +39,9 @@ _LINE_PREFIX_RE = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:[-*+][ \t]+\[[ xX]\][ \t]+|
 _CALLOUT_RE = re.compile(r"\[!\w+\][+-]?")
 # Emphasis markers touching a word on one side: `**gras**`, `~~barré~~`, `==x==`,
 # `_souligné_` (underscores only at word edges, so snake_case survives).
-_MARKER_RE = re.compile(r"(?:\*{1,3}|~~|==)(?=\S)|(?<=\S)(?:\*{1,3}|~~|==)|(?<!\w)_{1,3}(?=\S)|(?<=\S)_{1,3}(?!\w)")
+# The pattern starts with its literal characters so the engine can skip ahead
+# fast; whether a run is a marker is decided by `_marker`.
+_MARKER_RE = re.compile(r"\*{1,3}|~~|==|_{1,3}")
 _RULE_RE = re.compile(r"^[ \t]*(?:[-*_][ \t]*){3,}$|^[ \t]*\|?[ \t]*:?-{3,}.*$", re.M)
 _BLANKS_RE = re.compile(r"[ \t]{2,}|\t")
 _MANY_NEWLINES_RE = re.compile(r"\n{3,}")
@@ -216,4 +218,16 @@ def _inline_to_text(text: str) -> str:
     text = _MD_LINK_RE.sub(lambda m: m.group(1), text)
     text = _AUTOLINK_RE.sub(lambda m: m.group(1), text)
     text = _HTML_TAG_RE.sub(" ", text)
-    return _MARKER_RE.sub("", text)
+    return _MARKER_RE.sub(_marker, text)
+
+
+def _marker(match: re.Match[str]) -> str:
+    """Drop an emphasis run that touches a word; keep `a * b`, `x == y`, snake_case."""
+    text, start, end = match.string, match.start(), match.end()
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    if match.group()[0] == "_":
+        opens = not (before.isalnum() or before == "_") and not after.isspace()
+        closes = not before.isspace() and not (after.isalnum() or after == "_")
+        return "" if opens or closes else match.group()
+    return "" if not (before.isspace() and after.isspace()) else match.group()

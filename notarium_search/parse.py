@@ -46,7 +46,12 @@ class NotANote(ValueError):
     """The file cannot be read as a text note; the message is the reason."""
 
 
-class _NoTimestampLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML has it: about 4x faster than the pure-Python one
+# on frontmatter, which dominated indexing time.
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _NoTimestampLoader(_BaseLoader):  # type: ignore[misc]
     """SafeLoader that leaves timestamps as strings: PyYAML raises on impossible
     dates and returns naive datetimes; both are handled in `to_datetime`."""
 
@@ -55,14 +60,8 @@ _NoTimestampLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-
-
-class _Handler(YAMLHandler):
-    def load(self, fm: str, **kwargs: object) -> Any:
-        return yaml.load(fm, Loader=_NoTimestampLoader)  # noqa: S506 - a SafeLoader subclass
-
-
-_HANDLER = _Handler()
+# Only its splitting on `---` lines is used: loading is ours, to see non-mappings.
+_HANDLER = YAMLHandler()
 
 
 def decode_note(raw: bytes, truncated: bool = False) -> str:

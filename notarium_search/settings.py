@@ -91,9 +91,10 @@ class Settings:
     oversize: str = "truncate"
     """[NOTARIUM_OVERSIZE] "truncate" (index the first max_file_bytes) or
     "skip"."""
-    commit_every: int = 2000
-    """[NOTARIUM_COMMIT_EVERY] Notes per intermediate commit while a space
-    builds, so search answers from what is indexed so far."""
+    commit_every: int = 20000
+    """[NOTARIUM_COMMIT_EVERY] At most this many notes between two commits
+    while a space builds (commits also come after 2 s, then at doubling
+    intervals), so search answers from what is indexed so far."""
     vector_search: bool = False
     """[VECTOR_SEARCH] Enable the semantic channel (not yet available)."""
     graph_boost: bool = False
