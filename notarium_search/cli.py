@@ -55,9 +55,14 @@ def _serve(settings: Settings, _: argparse.Namespace) -> int:
     import uvicorn
 
     from notarium_search.api.app import create_app
+    from notarium_search.lexical.store import IndexLocked
 
     configure_logging(settings.log_level)
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except IndexLocked as exc:
+        print(f"notarium-search: {exc}", file=sys.stderr)
+        return 1
     uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, log_level=settings.log_level)
     return 0
 

@@ -76,3 +76,14 @@ def test_index_refuses_while_a_service_writes_the_space(vault: Vault, tmp_path: 
         assert [r["id"] for r in json.loads(found.stdout)["results"]] == ["a"]
     finally:
         service.stop()
+
+
+def test_second_service_on_the_same_index_refuses_to_start(vault: Vault, tmp_path: Path):
+    vault.write("a.md", "---\nid: a\n---\ntexte\n")
+    service = vault.service(index_dir=tmp_path / "index")
+    try:
+        second = run(["serve"], vault, tmp_path)
+        assert second.returncode == 1
+        assert "in use by another process" in second.stderr
+    finally:
+        service.stop()
