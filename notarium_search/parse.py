@@ -198,7 +198,7 @@ def to_datetime(value: Any) -> datetime | None:
     if isinstance(value, float):
         return _from_epoch(value)
     text = _scalar_text(value) or ""
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # "¹" and "٣" are digits to isdigit(), not to int()
         return _from_compact(text) or _from_epoch(int(text))
     try:
         return to_datetime(datetime.fromisoformat(text.replace("Z", "+00:00")))

@@ -650,3 +650,12 @@ def test_property_any_frontmatter_like_text_parses(text):
 @given(_YAMLISH, st.text(max_size=40))
 def test_property_yamlish_frontmatter_parses(front, body):
     _check_note(f"---\n{front}\n---\n{body}")
+
+
+@pytest.mark.parametrize("value", ["¹", "²⁰²⁴", "٢٠٢٤٠١٠٥", "１２３４５６７８９"])
+def test_unicode_digits_are_not_dates_and_never_raise(value):
+    from notarium_search.parse import to_datetime
+
+    assert to_datetime(value) is None
+    note = parse(fm(created=f'"{value}"'))
+    assert note.created == MTIME
