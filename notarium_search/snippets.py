@@ -1,30 +1,50 @@
 """Short highlighted excerpts of a note for a query. Pure: no I/O.
 
 Matches are found with the same analyzers as the index, so a query for
-`interopérabilité` highlights `Interoperabilites`. Offsets come from
-`pre_tokenize` in code points (Python string indices), never from Tantivy's
-UTF-8 byte ranges, so accents cannot shift a highlight.
+`interopérabilité` highlights `Interoperabilites`. Offsets are code points
+(Python string indices), never Tantivy's UTF-8 byte ranges, so accents
+cannot shift a highlight.
+
+This runs for every hit of every keystroke, so the note is never tokenized
+in Python: `str.find` over a folded copy of the note (lowercase, no accents,
+one character for one, so offsets carry over) finds the words that may match,
+and only those are checked, stems by the real analyzer (cached per word).
 """
 
 from __future__ import annotations
 
+import codecs
 import functools
 import html
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 
+from notarium_search import analysis
 from notarium_search.analysis import Analyzers
-from notarium_search.lexical.query import QueryPlan
+from notarium_search.lexical.query import FUZZY_MIN_CHARS, QueryPlan
 from notarium_search.models import Snippet, TextRange
 
 SNIPPET_CHARS = 200  # long enough for a sentence of context, short enough for a list
 LEAD_CHARS = 60  # context kept before the first match of a window
 MAX_SNIPPETS = 3
-MAX_SCAN_CHARS = 200_000  # a huge note is only searched for highlights this far
 ELLIPSIS = "…"
-MAX_WINDOW_STARTS = 200  # candidate windows: enough for any real note, bounded for pathological ones
+# Bounds for huge notes. A match deep in a note is still found when nothing matches before
+# it, as long as it lies within MAX_SCAN_CHARS and after fewer than MAX_CANDIDATES near misses.
+MAX_SCAN_CHARS = 100_000  # a huge note is only searched for highlights this far
+MAX_MATCHES = 64  # plenty to choose 3 windows from; a long note's later matches are not needed
+MAX_CANDIDATES = 2_000  # words checked per note: bounds a note where every word is a near miss
+STEM_CACHE_WORDS = 16_384  # distinct note words whose stem is remembered (~300 bytes each, < 5 MB)
+SCAN_CACHE_QUERIES = 256  # candidate literals, one set per recent query
+FOLD_CACHE_CHARS = 4_096  # distinct non-Latin-1 characters whose fold is remembered
+TYPO_LEAD_CHARS = (2, 4)  # letters before a typo form's 4th letter: 3, one deleted, or one inserted
+SCAN_CHUNK_CHARS = 8_192  # a long note is scanned chunk by chunk, until MAX_MATCHES are found
+_FOLD_ERRORS = "notarium_search.fold"  # codec error handler folding non-Latin-1 characters
+# Stands for a letter that folds to no ASCII letter (Greek, Cyrillic, œ…): still a word
+# character, never part of an ASCII query form, and its own fold.
+_OTHER_LETTER = "þ"
+_HTML_SPECIAL = re.compile("[&<>\"']")  # what html.escape replaces
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,24 +59,24 @@ class HighlightTerms:
     """What to highlight for one query, computed once and used for every hit."""
 
     stems: frozenset[str]
-    loose: frozenset[str]  # plain forms matched at edit distance <= 1 (typos, stop-word queries)
+    exact: frozenset[str]  # plain forms matched as whole words (a query made only of stop words)
+    typos: frozenset[str]  # plain forms of words no note contains, matched at one edit
     prefix: str | None  # the word being typed, matched as a prefix of plain forms
-    prefix_stem: str | None
 
     @classmethod
-    def from_plan(cls, plan: QueryPlan, absent_stems: set[str]) -> HighlightTerms:
-        """`absent_stems`: query stems that occur in no note (likely typos)."""
-        if plan.stop_words_only:
-            loose = frozenset(t.plain for t in plan.positive)
-        else:
-            loose = frozenset(t.plain for t in plan.positive if t.stem in absent_stems and len(t.plain) >= 5)
+    def from_plan(cls, plan: QueryPlan, absent_stems: Set[str]) -> HighlightTerms:
+        """`absent_stems`: query stems that occur in no note (typos, unfinished words):
+        the same words the query matches at one typo."""
+        stop_words_only = plan.stop_words_only
+        typos = frozenset(t.plain for t in plan.positive if t.stem in absent_stems and len(t.plain) >= FUZZY_MIN_CHARS)
         # The last word counts as unfinished only if no note contains it whole.
-        typing = plan.prefix is not None and (plan.prefix.stem is None or plan.prefix.stem in absent_stems)
+        prefix = plan.prefix
+        typing = prefix is not None and (prefix.stem is None or prefix.stem in absent_stems)
         return cls(
             stems=frozenset(t.stem for u in plan.units if not u.excluded for t in u.terms if t.stem),
-            loose=loose,
-            prefix=plan.prefix.plain if typing and plan.prefix is not None else None,
-            prefix_stem=plan.prefix.stem if typing and plan.prefix is not None else None,
+            exact=frozenset(t.plain for t in plan.positive) if stop_words_only else frozenset(),
+            typos=frozenset() if stop_words_only else typos,
+            prefix=prefix.plain if typing and prefix is not None else None,
         )
 
 
@@ -67,7 +87,7 @@ def make_snippets(
     lines when nothing matches (a title or fuzzy hit)."""
     if not text:
         return ()
-    matches = find_matches(text[:MAX_SCAN_CHARS], terms, analyzers)
+    matches = find_matches(text, terms, analyzers)
     if not matches:
         return (_render(text, 0, _cut_end(text, SNIPPET_CHARS), []),)
     windows: list[tuple[int, int]] = []
@@ -80,93 +100,157 @@ def make_snippets(
 
 
 def find_matches(text: str, terms: HighlightTerms, analyzers: Analyzers) -> list[_Match]:
-    folded = fold(text)
-    if len(folded) != len(text):  # a rare case-mapping changed lengths: offsets would shift
-        return _find_matches_tokenized(text, terms, analyzers)
+    """Matched words in order of position, within the bounds above."""
     matches: list[_Match] = []
-    pattern = _candidates_re(terms.stems)
-    if pattern is not None:
-        for found in pattern.finditer(folded):
-            stems = analyzers.stemmed.analyze(text[found.start() : found.end()])
-            if len(stems) == 1 and stems[0] in terms.stems:
-                matches.append(_Match(found.start(), found.end(), stems[0]))
-    keys = {m.key for m in matches}
-    prefix = terms.prefix if terms.prefix is not None and terms.prefix_stem not in keys else None
-    if prefix is not None:
-        matches.extend(
-            _Match(m.start(), m.end(), prefix) for m in re.finditer(rf"(?<!\w){re.escape(prefix)}\w*", folded)
-        )
-    if terms.loose:
-        matches.extend(_loose_matches(text, terms.loose, analyzers, {m.start for m in matches}))
-    matches.sort(key=lambda m: m.start)
+    candidates = _candidates(text[:MAX_SCAN_CHARS], terms, analyzers)
+    for checked, (start, end, folded) in enumerate(candidates):
+        if checked >= MAX_CANDIDATES or len(matches) >= MAX_MATCHES:
+            break
+        key = _classify(text[start:end], folded, terms, analyzers.language)
+        if key is not None:
+            matches.append(_Match(start, end, key))
     return matches
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    """How to find candidate words for one query (cached per query)."""
+
+    starts: tuple[str, ...]  # folded beginnings of the words that may match
+    ends: tuple[str, ...]  # folded endings of the words that may be a typo with a wrong first letter
+    tokenize: bool  # a non-Latin query word: let Tantivy fold and split the note instead
+
+
+def _candidates(text: str, terms: HighlightTerms, analyzers: Analyzers) -> Iterator[tuple[int, int, str]]:
+    """(start, end, folded form) of the words that may match, in order; chunk by
+    chunk, so that a long note is only scanned until enough matches are found."""
+    scan = _scan_for(terms)
+    if scan.tokenize:
+        for token in analyzers.plain.pre_tokenize(text).tokens:
+            yield token.char_offset_from, token.char_offset_to, token.text
+        return
+    # Folding turns every separator into a space; with one more at each end, every
+    # word sits between two spaces, and padded[i + 1] is text[i].
+    padded = f" {fold(text)} "
+    for low in range(0, len(text), SCAN_CHUNK_CHARS):
+        spans = _word_spans(padded, scan, low, low + SCAN_CHUNK_CHARS)
+        for start in sorted(spans):
+            yield start, spans[start], padded[start + 1 : spans[start] + 1]
+
+
+def _word_spans(padded: str, scan: _Scan, low: int, high: int) -> dict[int, int]:
+    """start → end (in `text`) of the candidate words starting in [low, high).
+    `str.find` per literal is several times faster than a regex over the note."""
+    spans: dict[int, int] = {}
+    for literal in scan.starts:
+        _add_words_starting(padded, literal, low, high, spans)
+    for literal in scan.ends:
+        _add_words_ending(padded, literal, low, high, spans)
+    return spans
+
+
+def _add_words_starting(padded: str, literal: str, low: int, high: int, spans: dict[int, int]) -> None:
+    needle = " " + literal  # found at padded[i]: a word starts at text[i]
+    stop = high + len(needle) - 1  # `find` wants the whole needle before `stop`
+    pos = padded.find(needle, low, stop)
+    while pos != -1:
+        if pos not in spans:
+            spans[pos] = padded.find(" ", pos + len(needle)) - 1
+        pos = padded.find(needle, pos + len(needle), stop)
+
+
+def _add_words_ending(padded: str, literal: str, low: int, high: int, spans: dict[int, int]) -> None:
+    """Words made of TYPO_LEAD_CHARS letters, then `literal` (see `_typo_literals`)."""
+    shortest, longest = TYPO_LEAD_CHARS
+    needle = literal + " "  # found at padded[i]: a word ends with it at text[i - 1 + len(literal)]
+    stop = high + longest + len(needle)
+    pos = padded.find(needle, low + shortest, stop)
+    while pos != -1:
+        space = padded.rfind(" ", max(0, pos - longest - 1), pos)  # before the word: text[space] starts it
+        if space != -1 and low <= space < high and pos - space - 1 >= shortest:
+            spans.setdefault(space, pos - 1 + len(literal))
+        pos = padded.find(needle, pos + 1, stop)
+
+
+def _classify(word: str, folded: str, terms: HighlightTerms, language: str) -> str | None:
+    """Which query term `word` (`folded` once folded) matches, if any."""
+    if terms.stems:
+        stem = _stem(language, word)
+        if stem in terms.stems:
+            return stem
+    if terms.prefix is not None and folded.startswith(terms.prefix):
+        return terms.prefix
+    if folded in terms.exact:
+        return folded
+    for form in terms.typos:
+        if abs(len(folded) - len(form)) <= 1 and _within_one_edit(folded, form):
+            return form
+    return None
+
+
+@functools.lru_cache(maxsize=STEM_CACHE_WORDS)
+def _stem(language: str, word: str) -> str | None:
+    """The stem the index holds for `word`; None for a stop word or several tokens.
+    One analyzer per language (`analysis.analyzers` is cached), hence the key."""
+    stems = analysis.analyzers(language).stemmed.analyze(word)
+    return stems[0] if len(stems) == 1 else None
+
+
+@functools.lru_cache(maxsize=SCAN_CACHE_QUERIES)
+def _scan_for(terms: HighlightTerms) -> _Scan:
+    """A Snowball stem is the folded word's prefix except, sometimes, for its
+    last letter (happy → happi), so stem candidates start with the stem minus
+    one letter; `_classify` then checks each."""
+    starts = {stem if len(stem) <= 3 else stem[:-1] for stem in terms.stems} | terms.exact
+    if terms.prefix is not None:
+        starts.add(terms.prefix)
+    typo_starts, typo_ends = _typo_literals(terms.typos)
+    starts |= typo_starts
+    return _Scan(
+        starts=tuple(sorted(starts)),
+        ends=tuple(sorted(typo_ends)),
+        tokenize=not all(form.isascii() for form in (*starts, *typo_ends)),
+    )
+
+
+def _typo_literals(forms: frozenset[str]) -> tuple[set[str], set[str]]:
+    """A word within one edit of a form of 5+ letters keeps the form's first two
+    letters, or else (an edit among those) ends with the form from its fourth
+    letter on, after 2 to 4 other letters (TYPO_LEAD_CHARS)."""
+    return {form[:2] for form in forms}, {form[3:] for form in forms}
 
 
 def fold(text: str) -> str:
-    """Lowercase and strip accents, one character for one where possible."""
-    lowered = text.lower()
-    return lowered if lowered.isascii() else lowered.translate(_FOLD_TABLE)
+    """Lowercase, accent-free letters and digits, every other character a space,
+    one character for one, so that offsets in the copy are offsets in `text`.
+    Latin-1 goes through a byte table (C speed); other characters through a
+    cached per-character fold."""
+    return text.encode("latin-1", _FOLD_ERRORS).translate(_LATIN1_FOLD).decode("latin-1")
 
 
-def _build_fold_table() -> dict[int, str]:
-    table = {}
-    for code in range(0xC0, 0x250):
-        base = unicodedata.normalize("NFKD", chr(code))[0]
-        if base.isascii() and base.isalpha() and base != chr(code):
-            table[code] = base.lower()
-    return table
+@functools.lru_cache(maxsize=FOLD_CACHE_CHARS)
+def _fold_char(char: str) -> str:
+    """One Latin-1 character standing for `char`: a space for a separator (Tantivy's
+    simple tokenizer splits on anything not alphanumeric, "_" too), else its
+    base letter, or itself lowercased."""
+    if not char.isalnum():
+        return " "
+    decomposed = unicodedata.normalize("NFKD", char)
+    base = decomposed[0].lower()
+    if base.isascii() and base.isalpha() and all(unicodedata.combining(c) for c in decomposed[1:]):
+        return base
+    lowered = char.lower()
+    return lowered if len(lowered) == 1 and ord(lowered) <= 0xFF else _OTHER_LETTER
 
 
-_FOLD_TABLE = _build_fold_table()
+def _fold_unencodable(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return "".join(map(_fold_char, error.object[error.start : error.end])), error.end
 
 
-@functools.lru_cache(maxsize=256)
-def _candidates_re(stems: frozenset[str]) -> re.Pattern[str] | None:
-    """Words that may stem to one of `stems`. A Snowball stem is the folded
-    word's prefix except, sometimes, for its last letter (happy → happi), so
-    candidates start with the stem minus one letter; each is then verified by
-    the real analyzer."""
-    starts = sorted({stem if len(stem) <= 3 else stem[:-1] for stem in stems}, key=len, reverse=True)
-    if not starts:
-        return None
-    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, starts)) + r")\w*")
-
-
-def _find_matches_tokenized(text: str, terms: HighlightTerms, analyzers: Analyzers) -> list[_Match]:
-    matches = [
-        _Match(tok.char_offset_from, tok.char_offset_to, tok.text)
-        for tok in analyzers.stemmed.pre_tokenize(text).tokens
-        if tok.text in terms.stems
-    ]
-    loose = terms.loose | ({terms.prefix} if terms.prefix else set())
-    matches.extend(_loose_matches(text, frozenset(loose), analyzers, {m.start for m in matches}, terms.prefix))
-    matches.sort(key=lambda m: m.start)
-    return matches
-
-
-def _loose_matches(
-    text: str, loose: frozenset[str], analyzers: Analyzers, seen: set[int], prefix: str | None = None
-) -> list[_Match]:
-    """Unstemmed words within one edit of a loose form (typos, stop-word queries)."""
-    out = []
-    for tok in analyzers.plain.pre_tokenize(text).tokens:
-        if tok.char_offset_from in seen:
-            continue
-        key = _loose_key(tok.text, loose, prefix)
-        if key is not None:
-            out.append(_Match(tok.char_offset_from, tok.char_offset_to, key))
-    return out
-
-
-def _loose_key(token: str, loose: frozenset[str], prefix: str | None) -> str | None:
-    if prefix is not None and token.startswith(prefix):
-        return prefix
-    if token in loose:
-        return token
-    for form in loose:
-        if abs(len(token) - len(form)) <= 1 and _within_one_edit(token, form):
-            return form
-    return None
+_LATIN1_FOLD = "".join(_fold_char(chr(code)) for code in range(256)).encode("latin-1")
+codecs.register_error(_FOLD_ERRORS, _fold_unencodable)
 
 
 def _within_one_edit(a: str, b: str) -> bool:
@@ -183,17 +267,25 @@ def _within_one_edit(a: str, b: str) -> bool:
 
 
 def _rank_windows(text: str, matches: list[_Match]) -> Iterable[tuple[int, int]]:
+    """A window opens LEAD_CHARS before each match; best first: most distinct
+    terms, then most matches, then earliest. Window ends only move forward, so
+    the matches inside are counted with two pointers, in linear time."""
     scored = []
-    for i, first in enumerate(matches[:MAX_WINDOW_STARTS]):
-        start = _cut_start(text, max(0, first.start - LEAD_CHARS))
+    inside: dict[str, int] = {}  # key → count, for matches[i:j]: the ones in the current window
+    j = 0
+    for i, first in enumerate(matches):
+        start = _cut_start(text, first.start - LEAD_CHARS)
         end = _cut_end(text, start + SNIPPET_CHARS)
-        inside = []
-        for match in matches[i:]:
-            if match.end > end:
-                break
-            inside.append(match)
-        distinct = len({m.key for m in inside})
-        scored.append((-distinct, -len(inside), first.start, start, end))
+        j = max(j, i)
+        while j < len(matches) and matches[j].end <= end:
+            key = matches[j].key
+            inside[key] = inside.get(key, 0) + 1
+            j += 1
+        scored.append((-len(inside), i - j, first.start, start, end))
+        if j > i:  # `first` leaves the window before the next one opens
+            left = inside.pop(first.key) - 1
+            if left:
+                inside[first.key] = left
     scored.sort()
     return ((start, end) for *_, start, end in scored)
 
@@ -225,13 +317,14 @@ def _render(text: str, start: int, end: int, matches: list[_Match]) -> Snippet:
 
 def highlight_html(text: str, ranges: Iterable[TextRange]) -> str:
     """Escaped text in which only our `<mark>` tags are markup."""
+    escape = html.escape if _HTML_SPECIAL.search(text) else str  # most snippets need no escaping
     parts: list[str] = []
     pos = 0
     for r in sorted(ranges, key=lambda r: r.start):
         if r.start < pos:
             continue
-        parts.append(html.escape(text[pos : r.start]))
-        parts.append("<mark>" + html.escape(text[r.start : r.end]) + "</mark>")
+        parts.append(escape(text[pos : r.start]))
+        parts.append("<mark>" + escape(text[r.start : r.end]) + "</mark>")
         pos = r.end
-    parts.append(html.escape(text[pos:]))
+    parts.append(escape(text[pos:]))
     return "".join(parts)

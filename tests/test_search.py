@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from notarium_search.models import FeedFilter
+from notarium_search.models import FeedFilter, Snippet
 from tests.conftest import Vault, ids
 
 NO_FILTER = FeedFilter()
+
+
+def marked(snippet: Snippet) -> list[str]:
+    return [snippet.text[r.start : r.end] for r in snippet.highlights]
+
 
 INTEROP = """---
 id: interop
@@ -96,10 +101,15 @@ def test_typo_matches_but_ranks_below_exact(service):
 
 def test_typo_never_outranks_exact_match(vault: Vault):
     vault.write("exact.md", "---\nid: exact\n---\nLe jardin potager.\n")
-    vault.write("typo.md", "---\nid: typo\n---\nLe jardim potager jardim jardim.\n")
+    vault.write("typo.md", "---\nid: typo\n---\nLe jardim des tomates, tomates et tomates.\n")
     service = vault.service()
     try:
-        assert ids(service.search("notes", "jardin ", NO_FILTER, 10)) == ["exact", "typo"]
+        # "tomattes" occurs in no note: it is matched at one typo, below the exact "jardin".
+        response = service.search("notes", "jardin tomattes ", NO_FILTER, 10)
+        assert ids(response) == ["exact", "typo"]
+        assert response.unmatched_terms == ("tomattes",)
+        # A word that some note contains is not also matched at one typo ("jardim").
+        assert ids(service.search("notes", "jardin ", NO_FILTER, 10)) == ["exact"]
     finally:
         service.stop()
 
@@ -109,7 +119,9 @@ def test_stop_word_only_query(vault: Vault):
     vault.write("o.md", "---\nid: other\n---\nBeing there.\n", space="en-notes")
     service = vault.service()
     try:
-        assert ids(service.search("en-notes", "to be or not to be", NO_FILTER, 10))[0] == "hamlet"
+        response = service.search("en-notes", "to be or not to be", NO_FILTER, 10)
+        assert ids(response)[0] == "hamlet"
+        assert marked(response.results[0].snippets[0]) == ["To", "be", "or", "not", "to", "be"]
         assert ids(service.search("en-notes", '"to be or not to be"', NO_FILTER, 10)) == ["hamlet"]
     finally:
         service.stop()
@@ -142,9 +154,47 @@ def test_snippets_highlight_accented_words_at_code_point_offsets(service):
     response = service.search("notes", "interoperabilite", NO_FILTER, 10)
     hit = next(h for h in response.results if h.note.id == "plural")
     snippet = hit.snippets[0]
-    marked = [snippet.text[r.start : r.end] for r in snippet.highlights]
-    assert marked == ["Interopérabilités", "interopérabilités"]
+    assert marked(snippet) == ["Interopérabilités", "interopérabilités"]
     assert "<mark>Interopérabilités</mark>" in snippet.html
+
+
+def test_snippets_highlight_the_word_being_typed(service):
+    snippet = service.search("notes", "tom", NO_FILTER, 10).results[0].snippets[0]
+    assert marked(snippet) == ["tomates"]
+    assert "<mark>tomates</mark>" in snippet.html
+
+
+def test_snippets_highlight_the_word_a_typo_matched(service):
+    snippet = service.search("notes", "tomatos ", NO_FILTER, 10).results[0].snippets[0]
+    assert marked(snippet) == ["tomates"]
+
+
+def test_snippets_fold_letters_beyond_latin_1(vault: Vault):
+    # ’ and œ are outside Latin-1 too: offsets after them must not shift.
+    vault.write("c.md", "---\nid: capek\n---\nL’œuvre de Karel Čapek, écrite à Praha.\n")
+    vault.write("g.md", "---\nid: greek\n---\nΗ γάτα κοιμάται. Le chat dort.\n")
+    service = vault.service()
+    try:
+        assert marked(service.search("notes", "capek praha", NO_FILTER, 10).results[0].snippets[0]) == [
+            "Čapek",
+            "Praha",
+        ]
+        # A non-Latin query word: the note is split by Tantivy's own tokenizer.
+        assert marked(service.search("notes", "γάτα chat", NO_FILTER, 10).results[0].snippets[0]) == ["γάτα", "chat"]
+    finally:
+        service.stop()
+
+
+def test_snippet_finds_a_match_deep_in_a_long_note(vault: Vault):
+    # 60,000 characters without the word, full of near misses ("lundi" starts like "lune").
+    filler = "Lundi, du texte sans rapport pour séparer les passages. " * 1100
+    vault.write("long.md", f"---\nid: long\ntitle: Journal\n---\n{filler}Enfin la lune se lève.\n")
+    service = vault.service()
+    try:
+        snippets = service.search("notes", "lune", NO_FILTER, 10).results[0].snippets
+        assert [marked(s) for s in snippets] == [["lune"]]
+    finally:
+        service.stop()
 
 
 def test_snippet_html_escapes_note_text(vault: Vault):

@@ -8,6 +8,7 @@ the analyzer's own tokens, so what we search for is exactly what was indexed.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -20,6 +21,9 @@ from notarium_search.settings import RankingConfig
 MAX_QUERY_UNITS = 32  # more words than this is a pasted paragraph: keep the first ones
 FUZZY_MIN_CHARS = 5  # shorter words have too many neighbours at edit distance 1
 PREFIX_MIN_CHARS = 2  # a one-letter prefix expands to most of the dictionary
+# Typing re-sends every earlier word at each keystroke: their analysis is
+# remembered (a few hundred bytes per entry).
+ANALYSED_UNITS_CACHE = 4096
 _UNIT_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 
 
@@ -80,18 +84,29 @@ def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
 
 
 def _unit(text: str, analyzers: Analyzers, phrase: bool, excluded: bool) -> Unit:
-    plain_tokens = analyzers.plain.pre_tokenize(text).tokens
-    terms = []
-    for token in plain_tokens:
+    # Fresh Term objects every time: `plan.prefix` is told apart by identity.
+    terms = tuple(Term(stem, plain, surface) for stem, plain, surface in _analyse(analyzers, text))
+    return Unit(terms=terms, phrase=phrase, excluded=excluded)
+
+
+@functools.lru_cache(maxsize=ANALYSED_UNITS_CACHE)
+def _analyse(analyzers: Analyzers, text: str) -> tuple[tuple[str | None, str, str], ...]:
+    """(stem, plain form, surface) of each token of a query unit."""
+    analysed = []
+    for token in analyzers.plain.pre_tokenize(text).tokens:
         surface = text[token.char_offset_from : token.char_offset_to]
         stems = analyzers.stemmed.analyze(surface)
-        terms.append(Term(stem=stems[0] if stems else None, plain=token.text, surface=surface))
-    return Unit(terms=tuple(terms), phrase=phrase, excluded=excluded)
+        analysed.append((stems[0] if stems else None, token.text, surface))
+    return tuple(analysed)
 
 
-def build_query(plan: QueryPlan, schema: tantivy.Schema, ranking: RankingConfig) -> Query:
+def build_query(plan: QueryPlan, schema: tantivy.Schema, ranking: RankingConfig, absent_stems: frozenset[str]) -> Query:
     """Ranked query: every word optional (more matched words rank higher),
-    quoted phrases required, excluded words and phrases removed."""
+    quoted phrases required, excluded words and phrases removed.
+
+    `absent_stems`: query stems that occur in no note. Only those words are
+    also matched at one typo: a word that matches something needs no typo
+    tolerance, and a fuzzy clause costs more than every other clause together."""
     should: list[Query] = []
     must: list[Query] = []
     must_not: list[Query] = []
@@ -102,16 +117,19 @@ def build_query(plan: QueryPlan, schema: tantivy.Schema, ranking: RankingConfig)
         elif unit.phrase:
             must.append(_exact(unit, schema))
         else:
-            should.extend(_word(t, schema, ranking, t is plan.prefix, plain_only) for t in unit.terms)
+            for term in unit.terms:
+                should.extend(_word(term, schema, ranking, term is plan.prefix, plain_only, absent_stems))
     plain_words: list[str | tuple[int, str]] = [
         t.plain for u in plan.units if not u.excluded and not u.phrase for t in u.terms
     ]
     if len(plain_words) >= 2 and ranking.phrase_boost > 0:
         phrase = Query.phrase_query(schema, "plain", plain_words)
         should.append(Query.boost_query(phrase, ranking.phrase_boost))
+    # One flat boolean query, every word's options side by side: the same matches
+    # and scores as one nested query per word (scores add up either way), faster.
+    # Without a required phrase, a note must match at least one Should clause.
     clauses = [(Occur.Must, q) for q in must] + [(Occur.MustNot, q) for q in must_not]
-    if should:
-        clauses.append((Occur.Must if not must else Occur.Should, _any(should)))
+    clauses += [(Occur.Should, q) for q in should]
     if not must and not should:
         clauses.append((Occur.Must, Query.all_query()))
     return Query.boolean_query(clauses)
@@ -132,10 +150,6 @@ def build_filter_terms(plan: QueryPlan, schema: tantivy.Schema) -> list[tuple[Oc
     return clauses
 
 
-def _any(queries: list[Query]) -> Query:
-    return queries[0] if len(queries) == 1 else Query.boolean_query([(Occur.Should, q) for q in queries])
-
-
 def _term(schema: tantivy.Schema, term: Term, plain: bool) -> Query:
     if plain or term.stem is None:
         return Query.term_query(schema, "plain", term.plain)
@@ -153,7 +167,15 @@ def _exact(unit: Unit, schema: tantivy.Schema) -> Query:
     return Query.phrase_query(schema, "plain", words)
 
 
-def _word(term: Term, schema: tantivy.Schema, ranking: RankingConfig, is_prefix: bool, plain_only: bool) -> Query:
+def _word(
+    term: Term,
+    schema: tantivy.Schema,
+    ranking: RankingConfig,
+    is_prefix: bool,
+    plain_only: bool,
+    absent_stems: frozenset[str],
+) -> list[Query]:
+    """The word's alternatives (Should clauses): its stem in each field, a typo, a prefix."""
     if term.stem is None:
         # A stop word only counts when the whole query is stop words ("to be or not to be").
         base = Query.term_query(schema, "plain", term.plain) if plain_only else None
@@ -167,10 +189,12 @@ def _word(term: Term, schema: tantivy.Schema, ranking: RankingConfig, is_prefix:
         ):
             if boost > 0:
                 options.append(Query.boost_query(Query.term_query(schema, field_name, term.stem), boost))
-        if len(term.plain) >= FUZZY_MIN_CHARS and ranking.fuzzy_weight > 0:
+        if term.stem in absent_stems and len(term.plain) >= FUZZY_MIN_CHARS and ranking.fuzzy_weight > 0:
             fuzzy = Query.fuzzy_term_query(schema, "plain", term.plain, distance=1, transposition_cost_one=True)
             options.append(Query.boost_query(fuzzy, ranking.fuzzy_weight))
     if is_prefix and ranking.prefix_weight > 0:
         prefix = Query.phrase_prefix_query(schema, "plain", [term.plain])
         options.append(Query.boost_query(prefix, ranking.prefix_weight))
-    return _any(options) if options else Query.empty_query()
+    # A word that can match nothing still counts as a clause: a query of an
+    # exclusion and a stop word ("-x le") finds nothing, as it always did.
+    return options or [Query.empty_query()]

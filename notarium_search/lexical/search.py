@@ -37,10 +37,11 @@ def search(
     if plan.is_empty:
         return ChannelResult(CHANNEL, ())
     searcher = index.searcher()
-    query = _with_filters(build_query(plan, index.schema, ranking), filters, index.schema)
-    result = searcher.search(query, limit, count=False)
     absent = _absent_terms(searcher, plan)
-    terms = HighlightTerms.from_plan(plan, {t.stem for t in absent if t.stem})
+    absent_stems = frozenset(t.stem for t in absent if t.stem)
+    query = _with_filters(build_query(plan, index.schema, ranking, absent_stems), filters, index.schema)
+    result = searcher.search(query, limit, count=False)
+    terms = HighlightTerms.from_plan(plan, absent_stems)
     hits = []
     for score, address in result.hits:
         payload = _payload(searcher, address)
