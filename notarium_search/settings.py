@@ -34,7 +34,7 @@ class RankingConfig:
     """Lexical ranking knobs. Defaults were measured on piaf-fr and cranfield
     (see docs/ranking.md); change them only with a measurement."""
 
-    title_boost: float = 0.5
+    title_boost: float = 0.25
     """Extra weight of a term found in the title field, on top of the combined
     text field that already contains the title. 0 disables."""
     aliases_boost: float = 0.5
