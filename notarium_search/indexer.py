@@ -25,7 +25,7 @@ from notarium_search.parse import NotANote, decode_note, parse_note
 from notarium_search.scan import scan_space
 from notarium_search.settings import Settings, SpaceConfig
 
-PARSER_VERSION = 3  # bump when parse/markdown output changes: forces a rebuild
+PARSER_VERSION = 4  # bump when parse/markdown output changes: forces a rebuild
 # Intermediate commits make a build searchable early, but each one leaves a
 # Tantivy segment, and segments slow every query (tantivy-py cannot force a
 # merge). The first commit comes quickly; the interval then doubles.

@@ -56,17 +56,22 @@ class MarkdownParts:
     tags: tuple[str, ...]
     links: tuple[WikiLink, ...]
     plain_text: str
+    sections: tuple[tuple[int, int, str], ...] = ()  # (offset in plain_text, level, heading)
+    code_blocks: tuple[tuple[int, int], ...] = ()  # [start, end) of fenced code in plain_text
 
 
 def analyse(text: str) -> MarkdownParts:
     masked, code = _set_code_aside(text)
     found = [(len(m.group(1)), _heading_text(m.group(2), code)) for m in _HEADING_RE.finditer(masked)]
+    plain, code_blocks = _plain_text(masked, code)
     return MarkdownParts(
         headings=tuple(h for _, h in found),
         first_h1=next((h for level, h in found if level == 1 and h), None),
         tags=_inline_tags(masked),
         links=_wikilinks(masked),
-        plain_text=_plain_text(masked, code),
+        plain_text=plain,
+        sections=_sections(plain, found),
+        code_blocks=code_blocks,
     )
 
 
@@ -102,7 +107,7 @@ def to_plain_text(text: str) -> str:
     identifiers); only the fences and markup around it go.
     """
     masked, code = _set_code_aside(text)
-    return _plain_text(masked, code)
+    return _plain_text(masked, code)[0]
 
 
 # -- code set aside -------------------------------------------------------
@@ -194,15 +199,46 @@ def _wikilinks(masked: str) -> tuple[WikiLink, ...]:
     return tuple(links)
 
 
-def _plain_text(masked: str, code: list[str]) -> str:
+def _plain_text(masked: str, code: list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The plain text, and where each non-empty fenced code block sits in it."""
     text = _OBSIDIAN_COMMENT_RE.sub(" ", _HTML_COMMENT_RE.sub(" ", masked))
     text = _RULE_RE.sub("", text)
     text = _HEADING_RE.sub(lambda m: m.group(2), text)
     text = _LINE_PREFIX_RE.sub("", text)
     text = _CALLOUT_RE.sub("", text)
     text = _inline_to_text(text)
-    restored = _put_code_back(_normalise_space(text.replace("|", " ")), code)
-    return _MANY_NEWLINES_RE.sub("\n\n", restored).strip()  # an empty code block leaves its blank lines
+    # An empty code block would leave blank lines behind: drop it first.
+    text = _PLACEHOLDER_RE.sub(lambda m: m.group(0) if code[int(m.group(1))] else "", text.replace("|", " "))
+    text = _normalise_space(text)
+    parts: list[str] = []
+    blocks: list[tuple[int, int]] = []
+    length = pos = 0
+    for match in _PLACEHOLDER_RE.finditer(text):
+        parts.append(text[pos : match.start()])
+        length += match.start() - pos
+        content = code[int(match.group(1))]
+        if match.group(0)[0] == _BLOCK_OPEN:
+            blocks.append((length, length + len(content)))
+        parts.append(content)
+        length += len(content)
+        pos = match.end()
+    parts.append(text[pos:])
+    return "".join(parts), tuple(blocks)
+
+
+def _sections(plain: str, found: list[tuple[int, str]]) -> tuple[tuple[int, int, str], ...]:
+    """(offset in the plain text, level, heading) of each heading, in order:
+    a heading is its own line in the plain text, found after the previous one."""
+    sections = []
+    pos = 0
+    for level, heading in found:
+        at = plain.find(heading, pos)
+        while at > 0 and plain[at - 1] != "\n":
+            at = plain.find(heading, at + 1)
+        if heading and at != -1:
+            sections.append((at, level, heading))
+            pos = at + len(heading)
+    return tuple(sections)
 
 
 def _wikilink_text(match: re.Match[str]) -> str:

@@ -47,6 +47,8 @@ class ParsedNote:
     links: tuple[WikiLink, ...]
     text: str  # body reduced to plain text
     warnings: tuple[str, ...] = ()
+    sections: tuple[tuple[int, int, str], ...] = ()  # (offset in text, level, heading), in order
+    code_blocks: tuple[tuple[int, int], ...] = ()  # [start, end) of fenced code blocks in text
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,3 +191,16 @@ class SpaceStatus:
     semantic: ChannelStatus
     graph: ChannelStatus
     message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fragment:
+    """A piece of a note embedded as one vector (produced by `chunking`)."""
+
+    id: str  # hex digest of the note id and the embedded text: same text, same id
+    key: int  # uint64 key of the vector in the space's vector index
+    note_id: str
+    start: int  # [start, end) in the note's plain text
+    end: int
+    text: str  # the note's own words (what snippets show)
+    embed_text: str  # title and heading path, then the text (what the model sees)

@@ -104,6 +104,8 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
         links=parts.links,
         text=parts.plain_text,
         warnings=tuple(warnings),
+        sections=parts.sections,
+        code_blocks=parts.code_blocks,
     )
 
 

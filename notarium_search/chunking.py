@@ -1,0 +1,167 @@
+"""Notes → fragments for embedding. Pure: no I/O.
+
+A fragment is a contiguous span of the note's plain text: paragraphs packed
+up to a target size, with some overlap so that an idea cut at a boundary is
+whole in one of the two fragments. Long paragraphs are split at sentence
+ends, then at word boundaries; fenced code blocks are never split. The note
+title (in a Zettelkasten note, its claim) and the heading path are prepended
+to the embedded text so that short, oblique queries reach the note's thesis.
+
+Changing any constant here changes `CHUNKING_FINGERPRINT`, which forces the
+vectors to be rebuilt: never mix fragments cut two ways.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from notarium_search.models import Fragment, ParsedNote
+
+TARGET_CHARS = 1000  # ~250 tokens: well inside every model's window, one idea or two
+OVERLAP_CHARS = 200  # carried from the end of a fragment into the next
+LONG_PARAGRAPH_CHARS = 1500  # a paragraph longer than this is split at sentence ends
+MIN_FRAGMENT_CHARS = 10  # shorter pieces ("Voir aussi", "---") carry no meaning
+SECTION_BREAK_CHARS = 200  # a heading closes the current fragment once it holds this much
+HEADING_SEPARATOR = " > "
+CHUNKING_VERSION = 1
+CHUNKING_FINGERPRINT = (
+    f"chunk-v{CHUNKING_VERSION}-t{TARGET_CHARS}-o{OVERLAP_CHARS}-p{LONG_PARAGRAPH_CHARS}"
+    f"-m{MIN_FRAGMENT_CHARS}-s{SECTION_BREAK_CHARS}"
+)
+
+_PARAGRAPH_BREAK_RE = re.compile(r"\n\s*\n")
+_SENTENCE_END_RE = re.compile(r"[.!?؟！。]+[\"»”')\]]*(?=\s|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    start: int
+    end: int
+    atomic: bool = False  # a code block: never cut inside
+
+
+def chunk_note(note: ParsedNote) -> tuple[Fragment, ...]:
+    """The note's fragments in text order, without duplicates."""
+    text = note.text
+    spans = [piece for span in _paragraphs(text, note.code_blocks) for piece in _split_long(text, span)]
+    headings = {at for at, _, _ in note.sections}
+    fragments: dict[str, Fragment] = {}
+    for start, end in _pack(text, spans, headings):
+        body = text[start:end].strip()
+        if len(body) < MIN_FRAGMENT_CHARS:
+            continue
+        embed_text = _embed_text(note, start, body)
+        fragment_id = fragment_digest(note.id, embed_text)
+        fragments.setdefault(
+            fragment_id, Fragment(fragment_id, key_of(fragment_id), note.id, start, end, body, embed_text)
+        )
+    return tuple(fragments.values())
+
+
+def fragment_digest(note_id: str, embed_text: str) -> str:
+    """Stable id: the same note and the same embedded text (context included,
+    so a renamed title re-embeds) always give the same id."""
+    return hashlib.blake2b(f"{note_id}\0{embed_text}".encode(), digest_size=16).hexdigest()
+
+
+def key_of(fragment_id: str) -> int:
+    """A uint64 vector key from the id (the first 8 bytes of the digest)."""
+    return int(fragment_id[:16], 16)
+
+
+def _paragraphs(text: str, code_blocks: tuple[tuple[int, int], ...]) -> list[_Span]:
+    """Paragraph spans; a code block (blank lines inside included) is one atomic span."""
+    spans: list[_Span] = []
+    pos = 0
+    for match in _PARAGRAPH_BREAK_RE.finditer(text):
+        if any(start < match.start() < end for start, end in code_blocks):
+            continue  # a blank line inside a code block is not a paragraph break
+        spans.append(_Span(pos, match.start()))
+        pos = match.end()
+    spans.append(_Span(pos, len(text)))
+    return [
+        _Span(s.start, s.end, any(start < s.end and s.start < end for start, end in code_blocks))
+        for s in spans
+        if s.end > s.start
+    ]
+
+
+def _split_long(text: str, span: _Span) -> list[_Span]:
+    if span.atomic or span.end - span.start <= LONG_PARAGRAPH_CHARS:
+        return [span]
+    pieces: list[_Span] = []
+    pos = span.start
+    for match in _SENTENCE_END_RE.finditer(text, span.start, span.end):
+        if match.end() - pos >= MIN_FRAGMENT_CHARS:
+            pieces.extend(_split_words(text, _Span(pos, match.end())))
+            pos = match.end()
+    if span.end > pos:
+        pieces.extend(_split_words(text, _Span(pos, span.end)))
+    return pieces
+
+
+def _split_words(text: str, span: _Span) -> list[_Span]:
+    """A sentence longer than the target is cut at the last space before it."""
+    pieces: list[_Span] = []
+    pos = span.start
+    while span.end - pos > TARGET_CHARS:
+        cut = text.rfind(" ", pos + TARGET_CHARS // 2, pos + TARGET_CHARS)
+        cut = cut if cut != -1 else pos + TARGET_CHARS
+        pieces.append(_Span(pos, cut))
+        pos = cut
+    pieces.append(_Span(pos, span.end))
+    return pieces
+
+
+def _pack(text: str, spans: list[_Span], headings: set[int]) -> list[tuple[int, int]]:
+    """Greedy packing into ~TARGET_CHARS windows; each window after the first
+    starts OVERLAP_CHARS (at a word boundary) before the previous one's end,
+    except at a heading, where a new topic starts afresh."""
+    if not spans:
+        return []
+    windows: list[tuple[int, int]] = []
+    start = spans[0].start
+    end = spans[0].end
+    for span in spans[1:]:
+        new_section = span.start in headings and end - start >= SECTION_BREAK_CHARS
+        if span.end - start <= TARGET_CHARS and not new_section:
+            end = span.end
+            continue
+        windows.append((start, end))
+        start = span.start if new_section else _overlap_start(text, spans, start, end, span.start)
+        end = span.end
+    windows.append((start, end))
+    return windows
+
+
+def _overlap_start(text: str, spans: list[_Span], previous_start: int, previous_end: int, next_start: int) -> int:
+    """Where the next window starts: about OVERLAP_CHARS back (never before the
+    previous window), at a word start, never inside a code block (then the
+    next span simply starts fresh)."""
+    wanted = max(previous_end - OVERLAP_CHARS, previous_start)
+    for span in spans:
+        if span.start <= wanted < span.end:
+            if span.atomic:
+                return next_start
+            space = text.find(" ", wanted, previous_end)
+            return space + 1 if space != -1 and space + 1 < previous_end else next_start
+    return next_start
+
+
+def _embed_text(note: ParsedNote, offset: int, body: str) -> str:
+    """ "Title\nH1 > H2\nbody": the title, the headings in force at `offset`,
+    then the fragment, without repeating what the fragment already opens with."""
+    path: list[str] = []
+    for at, level, heading in note.sections:
+        if at > offset:
+            break
+        path = [*path[: level - 1], heading]
+    path = [h for h in path if h and h != note.title]
+    if path and body.startswith(path[-1]):
+        path.pop()
+    lines = [] if body.startswith(note.title) else [note.title]
+    if path:
+        lines.append(HEADING_SEPARATOR.join(path))
+    return "\n".join([*lines, body])
