@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"notarium-search: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    handler = {"serve": _serve, "index": _index, "search": _search, "status": _status}[args.command]
+    handler = {"serve": _serve, "index": _index, "search": _search, "status": _status, "models": _models}[args.command]
     return handler(settings, args)
 
 
@@ -48,6 +48,17 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print the API's JSON body")
     status = sub.add_parser("status", help="what each space's index holds")
     status.add_argument("--json", action="store_true")
+    models = sub.add_parser("models", help="embedding models (docs/models.md)")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    download = models_sub.add_parser("download", help="fetch an ONNX export from the Hugging Face hub (explicit only)")
+    download.add_argument("repo_id", help="e.g. Xenova/multilingual-e5-small")
+    download.add_argument("target", help="new directory for the pack, then point NOTARIUM_MODEL_DIR at it")
+    download.add_argument("--dim", type=int)
+    download.add_argument("--pooling", choices=["mean", "cls"])
+    download.add_argument("--query-prefix")
+    download.add_argument("--passage-prefix")
+    download.add_argument("--timeout", type=float, default=30.0)
+    download.add_argument("--hub-url", default=None, help="a hub mirror (https)")
     return parser
 
 
@@ -185,6 +196,29 @@ def _status(settings: Settings, args: argparse.Namespace) -> int:
     else:
         for row in rows:
             print(f"{row['space']:<20} {row['state']:<12} {row['notes']:>8} notes  {row['path']}")
+    return 0
+
+
+def _models(_: Settings, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from notarium_search.embedding import ModelDownloadError, download_model
+
+    try:
+        path = download_model(
+            args.repo_id,
+            Path(args.target),
+            args.timeout,
+            dim=args.dim,
+            pooling=args.pooling,
+            query_prefix=args.query_prefix,
+            passage_prefix=args.passage_prefix,
+            **({"hub_url": args.hub_url} if args.hub_url else {}),
+        )
+    except ModelDownloadError as exc:
+        print(f"notarium-search: {exc}", file=sys.stderr)
+        return 1
+    print(f"model saved in {path}: set NOTARIUM_MODEL_DIR={path}")
     return 0
 
 

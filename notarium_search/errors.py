@@ -27,3 +27,10 @@ class NoteNotFound(NotariumError):
 class InvalidParameter(NotariumError):
     status = 400
     code = "invalid_parameter"
+
+
+class ChannelUnavailable(NotariumError):
+    """A feature needs a channel that is off, loading or building."""
+
+    status = 503
+    code = "channel_unavailable"

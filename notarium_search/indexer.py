@@ -106,6 +106,7 @@ class SpaceIndexer:
             if note_id is not None:
                 self.lexical.delete(note_id)
                 progress.deleted += 1
+                progress.deleted_ids.add(note_id)
         owners = self.manifest.ids()
         last_commit = time.monotonic()
         interval = FIRST_COMMIT_SECONDS
@@ -150,12 +151,15 @@ class SpaceIndexer:
             if previous_id is not None:
                 self.lexical.delete(previous_id)
                 owners.pop(previous_id, None)
+                progress.deleted_ids.add(previous_id)
             return 1 if previous_id else 0
         self.lexical.upsert(read.note, previous_id)
         if previous_id is not None and previous_id != read.note.id:
             owners.pop(previous_id, None)
+            progress.deleted_ids.add(previous_id)
         owners[read.note.id] = source.rel_path
         progress.indexed += 1
+        progress.changed_ids.add(read.note.id)
         return 1
 
     def _read(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> _Read | None:

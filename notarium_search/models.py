@@ -7,7 +7,7 @@ is visible in one place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
@@ -161,12 +161,18 @@ class IndexProgress:
     finished_at: float | None = None
     last_indexed: datetime | None = None
     error: str | None = None
+    changed_ids: set[str] = field(default_factory=set)  # notes (re)indexed this run, for later stages
+    deleted_ids: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
 class ChannelStatus:
     state: ChannelState
-    reason: str | None = None
+    reason: str | None = None  # why unavailable, or what was repaired
+    embedded: int | None = None  # semantic: fragments embedded / total of the current build
+    total: int | None = None
+    per_second: float | None = None
+    eta_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,29 +3,64 @@ and the CLI share (channels → merged response)."""
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any
 
-from notarium_search.errors import InvalidParameter, UnknownSpace
+import structlog
+
+from notarium_search.errors import ChannelUnavailable, InvalidParameter, NoteNotFound, UnknownSpace
+from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
-from notarium_search.models import FeedFilter, FeedPage, SearchHit, SearchResponse, SpaceStatus
+from notarium_search.models import FeedFilter, FeedPage, SearchResponse, SpaceStatus
 from notarium_search.settings import SPACE_NAME_RE, Settings
 from notarium_search.space import NOT_YET_AVAILABLE, Space
 
+if TYPE_CHECKING:
+    from notarium_search.embedding import Embedder
+    from notarium_search.semantic.channel import Echo
+
 MAX_LIMIT = 100
+QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
+
+log = structlog.get_logger(__name__)
 
 
 class Service:
     def __init__(self, settings: Settings, read_only: bool = False) -> None:
         self.settings = settings
         self.spaces = {config.name: Space(config, settings, read_only) for config in settings.spaces}
+        self.embedder: Embedder | None = None
+        # Query embeddings run here, so that a deadline can cut them off.
+        self._query_pool = ThreadPoolExecutor(max_workers=QUERY_EMBED_WORKERS, thread_name_prefix="query-embed")
 
     def start(self) -> None:
         for space in self.spaces.values():
             space.start()
+        if self.settings.vector_search:
+            threading.Thread(target=self.load_model, name="model-loader", daemon=True).start()
+
+    def load_model(self) -> None:
+        """Load the embedding model (off the request path) and hand it to every
+        space; or tell them why the semantic channel is unavailable."""
+        try:
+            embedder = _load_embedder(self.settings)
+        except Exception as exc:  # noqa: BLE001 - any failure: lexical keeps serving, status says why
+            reason = str(exc) if type(exc).__name__ == "EmbedderUnavailable" else f"model failed to load: {exc}"
+            log.warning("semantic_unavailable", reason=reason)
+            for space in self.spaces.values():
+                space.semantic_unavailable(reason)
+            return
+        self.embedder = embedder
+        for space in self.spaces.values():
+            space.attach_embedder(embedder)
 
     def stop(self) -> None:
         for space in self.spaces.values():
             space.stop()
+        self._query_pool.shutdown(wait=False, cancel_futures=True)
 
     def space(self, name: str) -> Space:
         space = self.spaces.get(name)
@@ -41,20 +76,51 @@ class Service:
         space = self.space(name)
         _check_limit(limit)
         started = time.perf_counter()
-        result = lexical.search(space.lexical, text, filters, limit, self.settings.ranking)
-        hits = tuple(
-            SearchHit(hit.note, hit.score, hit.snippets, {result.channel: rank})
-            for rank, hit in enumerate(result.hits, start=1)
-        )
+        degraded: dict[str, str] = {"graph": NOT_YET_AVAILABLE} if self.settings.graph_boost else {}
+        semantic = space.semantic
+        pending = None
+        if text.strip() and semantic is not None:
+            if semantic.ready and self.embedder is not None:
+                pending = self._query_pool.submit(self.embedder.embed_query, text)
+            else:
+                degraded["semantic"] = semantic.why_not_ready()
+        results = [lexical.search(space.lexical, text, filters, limit, self.settings.ranking)]
+        if pending is not None and semantic is not None:
+            vector = self._wait_for(pending, started, degraded)
+            if vector is not None:
+                results.append(semantic.search(vector, text, filters, limit))
         return SearchResponse(
             query=text,
-            results=hits,
-            channels_used=(result.channel,) if text.strip() else (),
-            degraded=self._degraded(),
-            unmatched_terms=result.unmatched_terms,
+            results=merge(results, limit),
+            channels_used=tuple(r.channel for r in results) if text.strip() else (),
+            degraded=degraded,
+            unmatched_terms=results[0].unmatched_terms,
             partial=not space.ready,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
         )
+
+    def _wait_for(self, pending: Future[Any], started: float, degraded: dict[str, str]) -> Any:
+        timeout_ms = self.settings.query_embed_timeout_ms
+        left = timeout_ms / 1000 - (time.perf_counter() - started)
+        try:
+            return pending.result(timeout=max(left, 0.0))
+        except FutureTimeout:
+            degraded["semantic"] = f"query embedding took longer than {timeout_ms} ms"
+        except Exception as exc:  # noqa: BLE001 - a model failure on one query must not fail the search
+            log.warning("query_embedding_failed", error=str(exc))
+            degraded["semantic"] = f"query embedding failed: {type(exc).__name__}"
+        return None
+
+    def related(self, name: str, note_id: str, limit: int, min_days_apart: float = 0.0) -> list[Echo]:
+        space = self.space(name)
+        _check_limit(limit)
+        semantic = space.semantic
+        if semantic is None or not semantic.ready:
+            why = "VECTOR_SEARCH is off" if semantic is None else semantic.why_not_ready()
+            raise ChannelUnavailable(f"related notes need the semantic channel: {why}")
+        if lexical.get_note(space.lexical, note_id) is None:
+            raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
+        return semantic.related(note_id, limit, min_days_apart * 86400)
 
     def feed(self, name: str, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
         space = self.space(name)
@@ -65,9 +131,20 @@ class Service:
             raise InvalidParameter(str(exc)) from exc
         return FeedPage(page.items, page.next_cursor, partial=not space.ready)
 
-    def _degraded(self) -> dict[str, str]:
-        wanted = {"semantic": self.settings.vector_search, "graph": self.settings.graph_boost}
-        return {channel: NOT_YET_AVAILABLE for channel, on in wanted.items() if on}
+
+def _load_embedder(settings: Settings) -> Embedder:
+    from notarium_search.embedding import EmbedderUnavailable, load_embedder
+
+    if settings.model_dir is None:
+        raise EmbedderUnavailable(
+            "no model configured: set NOTARIUM_MODEL_DIR to a local model folder (docs/models.md)"
+        )
+    return load_embedder(
+        settings.model_dir,
+        settings.model,
+        bulk_threads=settings.embed_threads,
+        batch_size=settings.embed_batch_size,
+    )
 
 
 def _check_limit(limit: int) -> None:

@@ -7,7 +7,6 @@ writer.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import queue
 import shutil
@@ -15,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import structlog
 
@@ -34,6 +33,10 @@ from notarium_search.settings import Settings, SpaceConfig
 
 BUILDING_MESSAGE = "Building search index…"
 NOT_YET_AVAILABLE = "not available in this version"
+
+if TYPE_CHECKING:
+    from notarium_search.embedding import Embedder
+    from notarium_search.semantic.space_channel import SemanticChannel
 
 log = structlog.get_logger(__name__)
 
@@ -70,7 +73,14 @@ class Space:
         if self.lexical.created:
             manifest.entries.clear()
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
-        self._jobs: queue.Queue[bool | None] = queue.Queue()
+        self.semantic: SemanticChannel | None = None
+        if settings.vector_search and not read_only:
+            from notarium_search.semantic.space_channel import SemanticChannel
+
+            self.semantic = SemanticChannel(
+                self.name, self.directory / "vectors", self.lexical, settings.embed_batch_size
+            )
+        self._jobs: queue.Queue[Callable[[], object] | None] = queue.Queue()
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -82,10 +92,20 @@ class Space:
         """Start the writer thread and queue the start-up reconcile."""
         self._thread = threading.Thread(target=self._run, name=f"writer-{self.name}", daemon=True)
         self._thread.start()
-        self._jobs.put(False)
+        self._jobs.put(self._reconcile_job)
 
     def request_reindex(self) -> None:
-        self._jobs.put(False)
+        self._jobs.put(self._reconcile_job)
+
+    def attach_embedder(self, embedder: Embedder) -> None:
+        """The model is loaded: build or open the vectors (on the writer thread)."""
+        if self.semantic is not None:
+            semantic = self.semantic
+            self._jobs.put(lambda: semantic.attach(embedder))
+
+    def semantic_unavailable(self, reason: str) -> None:
+        if self.semantic is not None:
+            self.semantic.unavailable = reason
 
     def stop(self, timeout: float = 30.0) -> None:
         self.stop_event.set()
@@ -101,13 +121,29 @@ class Space:
         return self._ready.wait(timeout)
 
     def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
+        """Jobs first; embedding slices whenever the queue is empty, so a long
+        vector build never delays a lexical update by more than one slice."""
+        while not self.stop_event.is_set():
+            embedding = self.semantic is not None and self.semantic.has_work
+            try:
+                job = self._jobs.get(block=not embedding)
+            except queue.Empty:
+                job = self._embed_slice
             if job is None or self.stop_event.is_set():
                 return
-            # A failed pass is logged and shown in status; the thread keeps serving jobs.
-            with contextlib.suppress(Exception):
-                self.run_reconcile()
+            try:
+                job()
+            except Exception:  # logged where it happened and shown in status; keep serving jobs
+                log.exception("writer_job_failed", space=self.name)
+
+    def _reconcile_job(self) -> None:
+        progress = self.run_reconcile()
+        if self.semantic is not None:
+            self.semantic.after_lexical(progress.changed_ids, progress.deleted_ids)
+
+    def _embed_slice(self) -> None:
+        if self.semantic is not None:
+            self.semantic.work_slice()
 
     def run_reconcile(self, on_progress: Callable[[IndexProgress], None] | None = None) -> IndexProgress:
         """One reconcile pass on the calling thread (the writer thread, or the CLI)."""
@@ -155,10 +191,15 @@ class Space:
             notes=int(self.lexical.searcher().num_docs),
             skipped=self.indexer.skipped_total,
             lexical=lexical,
-            semantic=self.channel_status(self.settings.vector_search),
+            semantic=self.semantic.status() if self.semantic is not None else self.channel_status(False),
             graph=self.channel_status(self.settings.graph_boost),
-            message=BUILDING_MESSAGE if progress.state == IndexState.BUILDING else None,
+            message=BUILDING_MESSAGE if self._building() else None,
         )
+
+    def _building(self) -> bool:
+        if self.indexer.progress.state == IndexState.BUILDING:
+            return True
+        return self.semantic is not None and not self.semantic.unavailable and not self.semantic.ready
 
     @staticmethod
     def channel_status(enabled: bool) -> ChannelStatus:

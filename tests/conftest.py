@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import notarium_search.semantic  # noqa: F401 - loads onnxruntime before any test imports usearch
 from notarium_search.logsetup import configure_logging
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
@@ -73,3 +74,70 @@ def vault(tmp_path: Path) -> Vault:
 
 def ids(response: object) -> list[str]:
     return [hit.note.id for hit in response.results]  # type: ignore[attr-defined]
+
+
+def models_dir() -> Path:
+    """The shared ONNX packs: NOTARIUM_MODELS_DIR (set by .ci/run), else ../shared/models.
+    Missing packs fail the test in CI (never a silent skip), skip it elsewhere."""
+    path = Path(os.environ.get("NOTARIUM_MODELS_DIR", Path(__file__).resolve().parents[2] / "shared" / "models"))
+    if not (path / "all-minilm-l6-v2-int8" / "model.onnx").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"model packs missing in CI: {path}")
+        pytest.skip(f"model packs not found: {path} (set NOTARIUM_MODELS_DIR)")
+    return path
+
+
+class HashEmbedder:
+    """Deterministic stand-in behind the Embedder interface, for pipeline tests:
+    a bag of hashed words, so texts sharing words are close. Counts its work."""
+
+    def __init__(self, dim: int = 64, salt: str = "", delay: float = 0.0) -> None:
+        from notarium_search.embedding import ModelConfig
+
+        self._config = ModelConfig("hash", dim, 512, "mean", True, "", "")
+        self._salt = salt
+        self.delay = delay
+        self.passages_embedded = 0
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def fingerprint(self) -> str:
+        return f"hash-{self._config.dim}-{self._salt}"
+
+    def _vector(self, text: str):
+        import hashlib
+
+        import numpy as np
+
+        vector = np.zeros(self._config.dim, dtype=np.float32)
+        for word in text.lower().split():
+            digest = hashlib.blake2b((self._salt + word).encode(), digest_size=4).digest()
+            vector[int.from_bytes(digest, "little") % self._config.dim] += 1.0
+        norm = float(np.linalg.norm(vector)) or 1.0
+        return vector / norm
+
+    def embed_passages(self, texts):
+        import numpy as np
+
+        self.passages_embedded += len(texts)
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self._config.dim), np.float32)
+
+    def embed_query(self, text: str):
+        if self.delay:
+            time.sleep(self.delay)
+        return self._vector(text)
+
+
+def build_semantic(service: Service, embedder: object) -> None:
+    """Index every space of a service lexically and semantically, synchronously."""
+    for space in service.spaces.values():
+        if not space.ready:
+            space.run_reconcile()
+        assert space.semantic is not None
+        space.semantic.attach(embedder)  # type: ignore[arg-type]
+        while space.semantic.has_work:
+            space.semantic.work_slice()
+    service.embedder = embedder  # type: ignore[assignment]

@@ -63,8 +63,8 @@ def test_spaces_and_status(client):
     space = client.get("/spaces/notes/status").json()
     assert space == status["spaces"][0]
     assert space["lexical"]["state"] == "ready"
-    assert space["semantic"] == {"state": "disabled", "reason": None}
-    assert space["graph"] == {"state": "disabled", "reason": None}
+    assert (space["semantic"]["state"], space["semantic"]["reason"]) == ("disabled", None)
+    assert (space["graph"]["state"], space["graph"]["reason"]) == ("disabled", None)
     assert space["notes"] == 4
 
 
@@ -112,13 +112,16 @@ def test_search_filters(client):
 def test_flags_are_reported_and_degrade(vault: Vault):
     vault.write("a.md", fm("a", "texte"))
     service = vault.service(vector_search=True, graph_boost=True)
+    service.load_model()  # no NOTARIUM_MODEL_DIR: the semantic channel is unavailable, lexical answers
     with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
         status = client.get("/status").json()
         assert (status["vector_search"], status["graph_boost"]) == (True, True)
         assert status["spaces"][0]["semantic"]["state"] == "unavailable"
+        assert "NOTARIUM_MODEL_DIR" in status["spaces"][0]["semantic"]["reason"]
         body = client.get("/spaces/notes/search", params={"q": "texte"}).json()
         assert body["results"][0]["id"] == "a"
         assert set(body["degraded"]) == {"semantic", "graph"}
+        assert "NOTARIUM_MODEL_DIR" in body["degraded"]["semantic"]
 
 
 def test_unknown_space_is_404_with_error_body(client):

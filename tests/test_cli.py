@@ -87,3 +87,16 @@ def test_second_service_on_the_same_index_refuses_to_start(vault: Vault, tmp_pat
         assert "in use by another process" in second.stderr
     finally:
         service.stop()
+
+
+def test_models_download_fails_clearly_without_a_hub(vault: Vault, tmp_path: Path):
+    vault.write("a.md", "x")
+    env_run = run(
+        ["models", "download", "Xenova/multilingual-e5-small", str(tmp_path / "m"), "--timeout", "3"], vault, tmp_path
+    )
+    assert env_run.returncode == 1
+    assert "notarium-search:" in env_run.stderr
+    assert not (tmp_path / "m").exists()  # nothing half-written
+    bad = run(["models", "download", "not a repo id", str(tmp_path / "m2")], vault, tmp_path)
+    assert bad.returncode == 1
+    assert "not a hub repository id" in bad.stderr

@@ -13,7 +13,7 @@ from typing import Annotated
 import anyio
 from litestar import Litestar, get
 from litestar.datastructures import State
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.params import Parameter, PathParameter
 
@@ -22,10 +22,12 @@ from notarium_search.api import errors
 from notarium_search.api.schemas import (
     FeedBody,
     Health,
+    RelatedBody,
     SearchBody,
     SpaceOut,
     StatusBody,
     note_out,
+    related_note,
     search_body,
 )
 from notarium_search.errors import InvalidParameter, NotariumError
@@ -102,6 +104,23 @@ def feed(
     return FeedBody([note_out(n) for n in page.items], page.next_cursor, page.partial)
 
 
+@get("/spaces/{space:str}/notes/{note_path:path}", sync_to_thread=True)
+def note_route(
+    state: State,
+    space: SpaceName,
+    note_path: Annotated[str, PathParameter(description="note id, then /related")],
+    limit: Limit = 10,
+    min_days_apart: Annotated[float, Parameter(ge=0, le=36500)] = 0.0,
+) -> RelatedBody:
+    """`/notes/{id}/related`: semantic neighbours of a note (ids may contain `/`)."""
+    note_id, _, action = note_path.strip("/").rpartition("/")
+    if action != "related" or not note_id:
+        raise NotFoundException(f"unknown note route: expected /spaces/{space}/notes/{{id}}/related")
+    service: Service = state.service
+    echoes = service.related(space, note_id, limit, min_days_apart)
+    return RelatedBody(note_id, [related_note(e) for e in echoes])
+
+
 def _tags(tags: list[str] | None) -> tuple[str, ...]:
     cleaned = tuple(t for t in (tags or []) if t.strip().lstrip("#"))
     if any(len(t) > MAX_FILTER_CHARS for t in cleaned):
@@ -129,7 +148,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
         await anyio.to_thread.run_sync(service.stop)
 
     return Litestar(
-        route_handlers=[healthz, status, list_spaces, space_status, search, feed],
+        route_handlers=[healthz, status, list_spaces, space_status, search, feed, note_route],
         state=State({"service": service}),
         on_startup=[on_startup],
         on_shutdown=[on_shutdown],

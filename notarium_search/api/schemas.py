@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from notarium_search.models import NoteSummary, SearchHit, SearchResponse, Snippet, SpaceStatus
+
+if TYPE_CHECKING:
+    from notarium_search.semantic.channel import Echo
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,4 +130,38 @@ def search_body(response: SearchResponse) -> SearchBody:
         unmatched_terms=list(response.unmatched_terms),
         partial=response.partial,
         took_ms=response.took_ms,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedNote:
+    id: str
+    path: str
+    title: str
+    tags: list[str]
+    folder: str
+    updated: datetime
+    similarity: float  # cosine of the best-matching pair of fragments
+    fragment: SnippetOut  # the related note's fragment
+    source: SnippetOut  # the fragment of the note asked about
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedBody:
+    note: str
+    related: list[RelatedNote]
+
+
+def related_note(echo: Echo) -> RelatedNote:
+    note = echo.note
+    return RelatedNote(
+        id=note.id,
+        path=note.path,
+        title=note.title,
+        tags=list(note.tags),
+        folder=note.folder,
+        updated=note.updated,
+        similarity=round(echo.similarity, 4),
+        fragment=snippet_out(echo.fragment),
+        source=snippet_out(echo.source),
     )

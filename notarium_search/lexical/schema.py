@@ -15,7 +15,7 @@ import tantivy
 from notarium_search.analysis import Analyzers
 from notarium_search.models import NoteSummary, ParsedNote, WikiLink
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def fingerprint(language: str) -> str:
@@ -56,6 +56,8 @@ class Payload(msgspec.Struct, frozen=True, array_like=True):
     updated: float
     links: tuple[tuple[str, str | None, str | None], ...]
     text: str
+    sections: tuple[tuple[int, int, str], ...] = ()
+    code_blocks: tuple[tuple[int, int], ...] = ()
 
     def summary(self) -> NoteSummary:
         return NoteSummary(
@@ -71,6 +73,26 @@ class Payload(msgspec.Struct, frozen=True, array_like=True):
 
     def wikilinks(self) -> tuple[WikiLink, ...]:
         return tuple(WikiLink(t, h, a) for t, h, a in self.links)
+
+    def to_note(self) -> ParsedNote:
+        """The parsed note back (headings aside), for stages that work from the
+        committed lexical state, such as chunking for the semantic channel."""
+        summary = self.summary()
+        return ParsedNote(
+            id=self.id,
+            rel_path=self.path,
+            title=self.title,
+            aliases=self.aliases,
+            tags=self.tags,
+            folder=self.folder,
+            created=summary.created,
+            updated=summary.updated,
+            headings=tuple(h for _, _, h in self.sections),
+            links=self.wikilinks(),
+            text=self.text,
+            sections=self.sections,
+            code_blocks=self.code_blocks,
+        )
 
 
 _ENCODER = msgspec.json.Encoder()
@@ -119,6 +141,8 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         updated=note.updated.timestamp(),
         links=tuple((link.target, link.heading, link.alias) for link in note.links),
         text=note.text,
+        sections=note.sections,
+        code_blocks=note.code_blocks,
     )
     doc.add_bytes("payload", _ENCODER.encode(payload))
     return doc

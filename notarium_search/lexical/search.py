@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
 import msgspec
@@ -98,6 +99,35 @@ def feed(index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor
     more = len(items) > limit
     next_cursor = encode_cursor(page[-1][0], page[-1][1]) if more and page else None
     return FeedPage(tuple(p.summary() for _, _, p in page), next_cursor, partial=False)
+
+
+def all_payloads(index: LexicalIndex) -> Iterator[Payload]:
+    """Every committed note (for full passes such as a vector build)."""
+    searcher = index.searcher()
+    total = int(searcher.num_docs)
+    if total:
+        for _, address in searcher.search(Query.all_query(), total, count=False).hits:
+            yield _payload(searcher, address)
+
+
+def payloads_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, Payload]:
+    searcher = index.searcher()
+    found: dict[str, Payload] = {}
+    for note_id in note_ids:
+        result = searcher.search(Query.term_query(index.schema, "id", note_id), 1, count=False)
+        if result.hits:
+            found[note_id] = _payload(searcher, result.hits[0][1])
+    return found
+
+
+def note_ids_matching(index: LexicalIndex, filters: FeedFilter) -> set[str] | None:
+    """Ids of the notes a filter allows; None when there is no filter."""
+    if not (filters.folder or "").strip("/") and not filters.tags and filters.since is None and filters.until is None:
+        return None
+    searcher = index.searcher()
+    query = _with_filters(Query.all_query(), filters, index.schema)
+    total = max(int(searcher.num_docs), 1)
+    return {_payload(searcher, a).id for _, a in searcher.search(query, total, count=False).hits}
 
 
 def count_notes(index: LexicalIndex) -> int:

@@ -1,0 +1,97 @@
+"""Semantic channel queries: nearest fragments → notes, and related notes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from notarium_search.lexical import search as lexical
+from notarium_search.lexical.query import plan_query
+from notarium_search.lexical.store import LexicalIndex
+from notarium_search.models import ChannelHit, ChannelResult, FeedFilter, NoteSummary, Snippet
+from notarium_search.semantic.index import Record, SemanticIndex, text_digest
+from notarium_search.snippets import HighlightTerms, make_snippets
+
+CHANNEL = "semantic"
+FRAGMENTS_PER_RESULT = 8  # nearest fragments fetched per wanted note: several fragments often share a note
+MIN_FRAGMENTS = 64
+SNIPPETS_PER_NOTE = 3
+RELATED_NEIGHBOURS = 20  # nearest fragments looked at for each fragment of the note
+
+
+@dataclass(frozen=True, slots=True)
+class Echo:
+    """A note related to another, with the pair of fragments that resonated."""
+
+    note: NoteSummary
+    similarity: float
+    fragment: Snippet  # of the related note
+    source: Snippet  # of the note asked about
+
+
+def search(
+    index: SemanticIndex, lexical_index: LexicalIndex, query: np.ndarray, text: str, filters: FeedFilter, limit: int
+) -> ChannelResult:
+    allowed = lexical.note_ids_matching(lexical_index, filters)
+    hits = index.search(query, max(limit * FRAGMENTS_PER_RESULT, MIN_FRAGMENTS), allowed)
+    by_note: dict[str, list[tuple[Record, float]]] = defaultdict(list)
+    for note_id, record, score in hits:
+        by_note[note_id].append((record, score))
+    ranked = sorted(by_note.items(), key=lambda item: -item[1][0][1])[:limit]
+    payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked])
+    plan = plan_query(text, lexical_index.analyzers)
+    terms = HighlightTerms.from_plan(plan, frozenset())
+    results = []
+    for note_id, fragments in ranked:
+        payload = payloads.get(note_id)
+        if payload is None:  # deleted since: the vectors lag the lexical index
+            continue
+        snippets = [
+            s
+            for record, _ in fragments[:SNIPPETS_PER_NOTE]
+            if (s := _snippet(payload.text, record, terms, lexical_index))
+        ]
+        results.append(ChannelHit(payload.summary(), fragments[0][1], tuple(snippets)))
+    return ChannelResult(CHANNEL, tuple(results))
+
+
+def _snippet(text: str, record: Record, terms: HighlightTerms, lexical_index: LexicalIndex) -> Snippet | None:
+    fragment = text[record.start : record.end].strip()
+    if text_digest(fragment) != record.digest:
+        return None  # the note changed since this fragment was embedded
+    found = make_snippets(fragment, terms, lexical_index.analyzers, limit=1)
+    return found[0] if found else None
+
+
+def related(
+    index: SemanticIndex, lexical_index: LexicalIndex, note_id: str, limit: int, min_seconds_apart: float = 0.0
+) -> list[Echo]:
+    """Notes whose best fragment pair with this note is the most similar."""
+    own = index.fragments_of(note_id)
+    if not own:
+        return []
+    best: dict[str, tuple[float, Record, Record]] = {}
+    for record, vector in zip(own, index.vectors(own), strict=True):
+        for other_id, other, score in index.search(vector, RELATED_NEIGHBOURS):
+            if other_id != note_id and score > best.get(other_id, (-2.0,))[0]:
+                best[other_id] = (score, other, record)
+    payloads = lexical.payloads_by_id(lexical_index, [note_id, *best])
+    source = payloads.get(note_id)
+    if source is None:
+        return []
+    source_time = source.updated
+    echoes = []
+    terms = HighlightTerms.from_plan(plan_query("", lexical_index.analyzers), frozenset())
+    for other_id, (score, other, mine) in sorted(best.items(), key=lambda item: -item[1][0]):
+        payload = payloads.get(other_id)
+        if payload is None or abs(payload.updated - source_time) < min_seconds_apart:
+            continue
+        theirs = _snippet(payload.text, other, terms, lexical_index)
+        ours = _snippet(source.text, mine, terms, lexical_index)
+        if theirs is not None and ours is not None:
+            echoes.append(Echo(payload.summary(), score, theirs, ours))
+        if len(echoes) >= limit:
+            break
+    return echoes

@@ -1,0 +1,244 @@
+"""One space's vector index: fragments → embeddings → usearch, with a manifest.
+
+The manifest records, per note, the fragments whose vectors are in the
+index, the fingerprint they were made with (model + chunking) and the
+checksum of the vector file. Only the space's writer thread calls `plan`,
+`embed_pending` and `checkpoint`; request threads call `search` and
+`related`, serialised with the writer by a lock (usearch is not documented
+as safe for searches during inserts).
+
+Crash safety: vectors are saved to a new generation file, then the manifest
+naming it is replaced atomically, then the old file is deleted. A crash at
+any point leaves a manifest and the vector file it names, consistent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import structlog
+
+from notarium_search.chunking import CHUNKING_FINGERPRINT, chunk_note
+from notarium_search.embedding import Embedder
+from notarium_search.manifest import write_atomic
+from notarium_search.models import Fragment, ParsedNote
+from notarium_search.vector_store import VectorStore, VectorStoreCorrupt
+
+CHECKPOINT_FRAGMENTS = 512  # a crash loses at most this much embedding work (~15 s)
+CHECKPOINT_SECONDS = 60.0
+COMPACT_CHECK_EVERY = 4  # checkpoints between tombstone checks
+
+log = structlog.get_logger(__name__)
+
+
+class Record(msgspec.Struct, array_like=True, frozen=True):
+    """A fragment whose vector is in the index."""
+
+    id: str
+    key: int
+    start: int
+    end: int
+    digest: str  # of the fragment text: detects a note text that moved on since
+
+
+class _Manifest(msgspec.Struct):
+    fingerprint: str
+    generation: int
+    checksum: str
+    notes: dict[str, list[Record]]
+
+
+@dataclass(slots=True)
+class SemanticProgress:
+    pending: int = 0  # fragments waiting for their embedding
+    embedded: int = 0  # fragments embedded since the current build started
+    started_at: float = field(default_factory=time.monotonic)
+    last_checkpoint: float = field(default_factory=time.monotonic)
+
+
+def text_digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+class SemanticIndex:
+    def __init__(self, directory: Path, embedder: Embedder) -> None:
+        self.directory = directory
+        self.embedder = embedder
+        self.fingerprint = f"{embedder.fingerprint}-{CHUNKING_FINGERPRINT}"
+        self._lock = threading.Lock()
+        self._pending: dict[str, Fragment] = {}  # fragment id → fragment to embed
+        self._since_compaction = 0
+        self._since_checkpoint = 0
+        self.progress = SemanticProgress()
+        self.repaired: str | None = None  # why the index was rebuilt at open, for status
+        directory.mkdir(parents=True, exist_ok=True)
+        self._load()
+
+    # -- open / save -------------------------------------------------------
+
+    @property
+    def _manifest_path(self) -> Path:
+        return self.directory / "vectors.json"
+
+    def _vector_path(self, generation: int) -> Path:
+        return self.directory / f"vectors-{generation}.usearch"
+
+    def _load(self) -> None:
+        self.generation = 0
+        self.notes: dict[str, list[Record]] = {}
+        self._keys: dict[int, tuple[str, Record]] = {}
+        self.store = VectorStore(self.embedder.config.dim)
+        try:
+            manifest = msgspec.json.decode(self._manifest_path.read_bytes(), type=_Manifest)
+        except FileNotFoundError:
+            return
+        except (OSError, msgspec.DecodeError) as exc:
+            self._reset(f"vector manifest unreadable ({exc}): rebuilding")
+            return
+        if manifest.fingerprint != self.fingerprint:
+            log.info("vector_fingerprint_changed", old=manifest.fingerprint, new=self.fingerprint)
+            self._reset(None)
+            return
+        try:
+            store = VectorStore.load(
+                self._vector_path(manifest.generation), self.embedder.config.dim, manifest.checksum
+            )
+        except VectorStoreCorrupt as exc:
+            self._reset(f"vector index corrupt ({exc}): rebuilding from the notes")
+            return
+        self.store, self.generation, self.notes = store, manifest.generation, manifest.notes
+        self._keys = self._key_map()
+
+    def _reset(self, reason: str | None) -> None:
+        if reason:
+            log.warning("vector_index_repair", directory=str(self.directory), reason=reason)
+            self.repaired = reason
+        for stale in self.directory.glob("vectors-*.usearch"):
+            stale.unlink(missing_ok=True)
+        self._manifest_path.unlink(missing_ok=True)
+
+    def _key_map(self) -> dict[int, tuple[str, Record]]:
+        return {r.key: (note_id, r) for note_id, records in self.notes.items() for r in records}
+
+    def checkpoint(self) -> None:
+        """Persist the vectors and the manifest that names them (see module doc)."""
+        with self._lock:
+            if self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction():
+                self.store.compact()
+                self._since_compaction = 0
+            generation = self.generation + 1
+            checksum = self.store.save(self._vector_path(generation))
+            manifest = _Manifest(self.fingerprint, generation, checksum, self.notes)
+        write_atomic(self._manifest_path, msgspec.json.encode(manifest))
+        self._vector_path(self.generation).unlink(missing_ok=True)
+        self.generation = generation
+        self._since_compaction += 1
+        self._since_checkpoint = 0
+        self.progress.last_checkpoint = time.monotonic()
+
+    # -- writer side -------------------------------------------------------
+
+    def plan(self, notes: Iterable[ParsedNote], deleted: Iterable[str] = ()) -> None:
+        """Bring the wanted fragments of these notes in line: vanished fragments
+        leave the index now, new ones wait for `embed_pending`."""
+        for note_id in deleted:
+            self._drop_note(note_id)
+        for note in notes:
+            wanted = {f.id: f for f in chunk_note(note)}
+            kept = [r for r in self.notes.get(note.id, []) if r.id in wanted]
+            gone = [r.key for r in self.notes.get(note.id, []) if r.id not in wanted]
+            with self._lock:
+                self.store.remove(gone)
+                if kept:
+                    self.notes[note.id] = kept
+                else:
+                    self.notes.pop(note.id, None)
+                self._keys = self._key_map() if gone else self._keys
+            for stale in [fid for fid, f in self._pending.items() if f.note_id == note.id and fid not in wanted]:
+                del self._pending[stale]
+            kept_ids = {r.id for r in kept}
+            self._pending.update({fid: f for fid, f in wanted.items() if fid not in kept_ids})
+        self.progress.pending = len(self._pending)
+
+    def forget_missing(self, present: set[str]) -> None:
+        """Drop notes the lexical index no longer has (a full pass)."""
+        for note_id in [n for n in self.notes if n not in present]:
+            self._drop_note(note_id)
+        for fid in [fid for fid, f in self._pending.items() if f.note_id not in present]:
+            del self._pending[fid]
+        self.progress.pending = len(self._pending)
+
+    def _drop_note(self, note_id: str) -> None:
+        with self._lock:
+            records = self.notes.pop(note_id, [])
+            self.store.remove([r.key for r in records])
+            for r in records:
+                self._keys.pop(r.key, None)
+        for fid in [fid for fid, f in self._pending.items() if f.note_id == note_id]:
+            del self._pending[fid]
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def embed_pending(self, budget: int, batch_size: int) -> int:
+        """Embed up to `budget` pending fragments; checkpoint when due. Returns
+        how many were embedded (the writer interleaves other work between calls)."""
+        done = 0
+        while self._pending and done < budget:
+            batch = list(self._pending.values())[:batch_size]
+            vectors = self.embedder.embed_passages([f.embed_text for f in batch])
+            self._add(batch, vectors)
+            done += len(batch)
+            self.progress.embedded += len(batch)
+            self._since_checkpoint += len(batch)
+        self.progress.pending = len(self._pending)
+        due = time.monotonic() - self.progress.last_checkpoint > CHECKPOINT_SECONDS
+        if done and (not self._pending or due or self._since_checkpoint >= CHECKPOINT_FRAGMENTS):
+            self.checkpoint()
+        return done
+
+    def _add(self, batch: Sequence[Fragment], vectors: np.ndarray) -> None:
+        keys = np.array([f.key for f in batch], dtype=np.uint64)
+        with self._lock:
+            self.store.remove(int(k) for k in keys if int(k) in self.store)
+            self.store.add(keys, vectors.astype(np.float32))
+            for fragment in batch:
+                record = Record(fragment.id, fragment.key, fragment.start, fragment.end, text_digest(fragment.text))
+                self.notes.setdefault(fragment.note_id, []).append(record)
+                self._keys[fragment.key] = (fragment.note_id, record)
+        for fragment in batch:
+            self._pending.pop(fragment.id, None)
+
+    # -- readers -----------------------------------------------------------
+
+    def search(
+        self, query: np.ndarray, k: int, allowed_notes: set[str] | None = None
+    ) -> list[tuple[str, Record, float]]:
+        """Fragments nearest to the query: (note id, fragment, similarity), best first."""
+        with self._lock:
+            allowed = None
+            if allowed_notes is not None:
+                allowed = [r.key for n in allowed_notes for r in self.notes.get(n, [])]
+                if not allowed:
+                    return []
+            hits = self.store.search(query, k, allowed)
+            return [(*self._keys[key], score) for key, score in hits if key in self._keys]
+
+    def fragments_of(self, note_id: str) -> list[Record]:
+        with self._lock:
+            return list(self.notes.get(note_id, []))
+
+    def vectors(self, records: Sequence[Record]) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self.store.vectors([r.key for r in records]), dtype=np.float32)
+
+    def size(self) -> int:
+        return len(self.store)

@@ -1,0 +1,282 @@
+"""The semantic channel end to end: real Tantivy, real usearch, the real ONNX
+packs (and a deterministic hash embedder where only the pipeline is tested)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+
+from notarium_search.api.app import create_app
+from notarium_search.chunking import chunk_note
+from notarium_search.embedding import load_embedder
+from notarium_search.lexical import search as lexical
+from notarium_search.models import ChannelState, FeedFilter
+from notarium_search.service import Service
+from tests.conftest import HashEmbedder, Vault, build_semantic, ids, models_dir
+
+NO_FILTER = FeedFilter()
+
+
+def paragraph(topic: str, i: int) -> str:
+    return f"Paragraphe {i} : {topic} " + " ".join(f"{topic}{j}" for j in range(60)) + "."
+
+
+def long_note(note_id: str, topic: str, paragraphs: int = 8) -> str:
+    body = "\n\n".join(paragraph(topic, i) for i in range(paragraphs))
+    return f"---\nid: {note_id}\ntitle: Note {note_id}\n---\n{body}\n"
+
+
+def expected_fragments(service: Service, space: str = "notes") -> set[str]:
+    index = service.spaces[space].lexical
+    return {f.id for payload in lexical.all_payloads(index) for f in chunk_note(payload.to_note())}
+
+
+def stored_fragments(service: Service, space: str = "notes") -> set[str]:
+    semantic = service.spaces[space].semantic
+    assert semantic is not None
+    assert semantic.index is not None
+    return {r.id for records in semantic.index.notes.values() for r in records}
+
+
+def test_only_changed_fragments_are_re_embedded(vault: Vault):
+    vault.write("long.md", long_note("long", "résilience", paragraphs=10))
+    vault.write("other.md", long_note("other", "jardin", paragraphs=3))
+    service = vault.service(vector_search=True)
+    embedder = HashEmbedder()
+    build_semantic(service, embedder)
+    total = embedder.passages_embedded
+    assert total == len(expected_fragments(service)) >= 5
+    assert stored_fragments(service) == expected_fragments(service)
+    # Fix a typo in one paragraph near the end of the long note.
+    text = long_note("long", "résilience", paragraphs=10).replace("Paragraphe 8 :", "Paragraphe huit :")
+    vault.write("long.md", text)
+    space = service.spaces["notes"]
+    space._reconcile_job()
+    while space.semantic is not None and space.semantic.has_work:
+        space.semantic.work_slice()
+    assert 1 <= embedder.passages_embedded - total <= 2
+    assert stored_fragments(service) == expected_fragments(service)
+    # Deleting a note removes its vectors; nothing is embedded for it.
+    vault.remove("other.md")
+    space._reconcile_job()
+    assert stored_fragments(service) == expected_fragments(service)
+    assert not any(n == "other" for n in space.semantic.index.notes)  # type: ignore[union-attr]
+    service.stop()
+
+
+def test_fingerprint_change_rebuilds_every_vector(vault: Vault):
+    vault.write("a.md", long_note("a", "résilience", paragraphs=4))
+    service = vault.service(vector_search=True)
+    first = HashEmbedder()
+    build_semantic(service, first)
+    service.stop()
+    service = vault.service(vector_search=True)
+    same = HashEmbedder()
+    build_semantic(service, same)
+    assert same.passages_embedded == 0  # same model: the saved vectors are reused
+    service.stop()
+    service = vault.service(vector_search=True)
+    other_model = HashEmbedder(salt="v2")
+    build_semantic(service, other_model)
+    assert other_model.passages_embedded == first.passages_embedded  # never mix two models
+    service.stop()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+def test_corrupt_vector_file_is_rebuilt_while_lexical_serves(vault: Vault, damage: str):
+    vault.write("a.md", long_note("a", "résilience", paragraphs=4))
+    service = vault.service(vector_search=True)
+    build_semantic(service, HashEmbedder())
+    service.stop()
+    (vector_file,) = (vault.index_dir / "notes" / "vectors").glob("vectors-*.usearch")
+    data = vector_file.read_bytes()
+    if damage == "truncate":
+        vector_file.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        vector_file.write_bytes(data[:100] + bytes([data[100] ^ 0xFF]) + data[101:])
+    else:
+        vector_file.unlink()
+    service = vault.service(vector_search=True)
+    # Lexical answers before the vectors are rebuilt.
+    assert ids(service.search("notes", "résilience", NO_FILTER, 10)) == ["a"]
+    embedder = HashEmbedder()
+    build_semantic(service, embedder)
+    status = service.spaces["notes"].status().semantic
+    assert status.state == ChannelState.READY
+    assert status.reason is not None
+    assert "rebuilding" in status.reason
+    assert embedder.passages_embedded == len(expected_fragments(service))
+    assert stored_fragments(service) == expected_fragments(service)
+    service.stop()
+
+
+def test_unavailable_model_degrades_to_lexical(vault: Vault, tmp_path: Path):
+    vault.write("a.md", "---\nid: a\n---\nrésilience opérationnelle\n")
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "model.onnx").write_bytes(b"not an onnx graph")
+    (broken / "tokenizer.json").write_text("{}")
+    for model_dir, words in ((tmp_path / "missing", "missing"), (broken, "")):
+        service = vault.service(vector_search=True, model_dir=model_dir, model={"dim": 384, "pooling": "mean"})
+        service.load_model()
+        response = service.search("notes", "résilience", NO_FILTER, 10)
+        assert ids(response) == ["a"]
+        assert "semantic" in response.degraded
+        status = service.spaces["notes"].status().semantic
+        assert status.state == ChannelState.UNAVAILABLE
+        assert status.reason
+        assert words in status.reason.lower()
+        service.stop()
+
+
+def test_query_past_its_deadline_degrades(vault: Vault):
+    vault.write("a.md", long_note("a", "résilience", paragraphs=2))
+    service = vault.service(vector_search=True, query_embed_timeout_ms=20)
+    build_semantic(service, HashEmbedder(delay=0.5))
+    response = service.search("notes", "résilience", NO_FILTER, 10)
+    assert ids(response) == ["a"]
+    assert response.channels_used == ("lexical",)
+    assert "longer than 20 ms" in response.degraded["semantic"]
+    service.stop()
+
+
+def test_building_status_and_lexical_fallback(vault: Vault):
+    for i in range(6):
+        vault.write(f"n{i}.md", long_note(f"n{i}", "résilience", paragraphs=6))
+    service = vault.service(vector_search=True)
+    space = service.spaces["notes"]
+    assert space.status().semantic.state == ChannelState.BUILDING  # model loading
+    assert space.status().message == "Building search index…"
+    assert space.semantic is not None
+    space.semantic.attach(HashEmbedder())
+    space.semantic.work_slice()
+    status = space.status().semantic
+    if space.semantic.has_work:
+        assert status.state == ChannelState.BUILDING
+        assert status.embedded is not None
+        assert status.total is not None
+        assert 0 < status.embedded < status.total
+        response = service.search("notes", "résilience", NO_FILTER, 10)
+        assert "index building" in response.degraded["semantic"]
+    while space.semantic.has_work:
+        space.semantic.work_slice()
+    assert space.status().semantic.state == ChannelState.READY
+    assert space.status().message is None
+    service.stop()
+
+
+@pytest.mark.slow
+def test_real_minilm_hybrid_search_and_related(vault: Vault):
+    notes = {
+        "agent.md": (
+            "agent",
+            "L'agent sans API est aveugle",
+            "A software agent that cannot call other systems "
+            "through programming interfaces only sees what is pasted into its prompt.",
+        ),
+        "apis.md": ("apis", "Open protocols", "Systems exchange data through open standard interfaces and web APIs."),
+        "garden.md": ("garden", "Tomatoes", "Tomatoes grow best in full sun with regular watering in the garden."),
+        "bread.md": ("bread", "Sourdough", "Bake the sourdough loaf in a hot oven after a long cold fermentation."),
+    }
+    for name, (note_id, title, body) in notes.items():
+        vault.write(name, f"---\nid: {note_id}\ntitle: {title}\n---\n{body}\n", space="en-notes")
+    service = vault.service(vector_search=True)
+    embedder = load_embedder(models_dir() / "all-minilm-l6-v2-int8")
+    build_semantic(service, embedder)
+    response = service.search("en-notes", "machine interoperability", NO_FILTER, 4)
+    assert response.channels_used == ("lexical", "semantic")
+    assert response.degraded == {}
+    top = response.results[0]
+    assert top.note.id in {"agent", "apis"}  # no note contains either word: meaning, not keywords
+    assert "semantic" in top.channels
+    assert top.snippets
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+        body = client.get("/spaces/en-notes/notes/agent/related", params={"limit": 2}).json()
+        assert body["related"][0]["id"] == "apis"
+        assert body["related"][0]["fragment"]["text"]
+        assert body["related"][0]["source"]["text"]
+        missing = client.get("/spaces/en-notes/notes/nope/related")
+        assert (missing.status_code, missing.json()["error"]) == (404, "note_not_found")
+
+
+@pytest.mark.slow
+def test_real_e5_french_end_to_end(vault: Vault):
+    notes = {
+        "agent.md": (
+            "agent",
+            "L'agent sans API est aveugle",
+            "Un agent logiciel qui ne peut appeler aucun autre système ne voit du monde que ce qu'on "
+            "colle dans son contexte : il lui faut des échanges de données normalisés.",
+        ),
+        "jardin.md": ("jardin", "Les tomates", "Les tomates poussent mieux au soleil avec un arrosage régulier."),
+        "pain.md": ("pain", "Le levain", "Le pain au levain cuit dans un four très chaud après une longue pousse."),
+        "velo.md": ("velo", "Le vélo en ville", "Rouler à vélo en ville demande un bon éclairage et de la prudence."),
+    }
+    for name, (note_id, title, body) in notes.items():
+        vault.write(name, f"---\nid: {note_id}\ntitle: {title}\n---\n{body}\n")
+    service = vault.service(vector_search=True)
+    build_semantic(service, load_embedder(models_dir() / "multilingual-e5-small-int8"))
+    response = service.search("notes", "interopérabilité", NO_FILTER, 4)
+    assert ids(response)[0] == "agent"  # the word occurs nowhere: only the meaning matches
+    assert response.results[0].channels == {"semantic": 1}
+    service.stop()
+
+
+@pytest.mark.slow
+def test_sigkill_during_build_resumes_to_the_exact_fragment_set(vault: Vault, tmp_path: Path):
+    for i in range(40):
+        vault.write(f"n{i:02}.md", long_note(f"n{i}", f"sujet{i}", paragraphs=4))
+    model = models_dir() / "all-minilm-l6-v2-int8"
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        import notarium_search.semantic.index as vector_index
+        vector_index.CHECKPOINT_FRAGMENTS = 16  # checkpoint often, to be killed between two
+        from notarium_search.embedding import load_embedder
+        from notarium_search.service import Service
+        from notarium_search.settings import Settings, SpaceConfig
+        settings = Settings(spaces=(SpaceConfig("notes", Path({str(vault.root / "notes")!r})),),
+                            index_dir=Path({str(vault.index_dir)!r}), vector_search=True)
+        service = Service(settings)
+        space = service.spaces["notes"]
+        space.run_reconcile()
+        space.semantic.attach(load_embedder(Path({str(model)!r})))
+        while space.semantic.has_work:
+            space.semantic.work_slice()
+            print("embedded", space.semantic.index.progress.embedded, flush=True)
+        print("done", flush=True)
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    embedded = 0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if line.startswith("embedded"):
+            embedded = int(line.split()[1])
+            if embedded >= 64:
+                break
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert embedded >= 64, "the build never got going"
+    service = vault.service(vector_search=True)
+    embedder = load_embedder(model)
+    build_semantic(service, embedder)
+    expected = expected_fragments(service)
+    assert stored_fragments(service) == expected
+    assert embedder.passages_embedded < len(expected)  # resumed, not restarted
+    semantic = service.spaces["notes"].semantic
+    assert semantic is not None
+    assert semantic.index is not None
+    assert semantic.index.size() == len(expected)
+    service.stop()
