@@ -80,3 +80,18 @@ def test_install_from_the_copied_files(tmp_path: Path):
         check=True,
     )
     assert imported.stdout.startswith(str(target))
+
+
+def test_semantic_tier_is_a_build_argument():
+    import tomllib
+
+    assert '"/src[semantic]"' in DOCKERFILE
+    assert "models download" in DOCKERFILE
+    assert "VECTOR_SEARCH=${SEMANTIC:+1}" in DOCKERFILE
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=\[]", requirement)[0].lower() for requirement in extras["semantic"]}
+    assert names == {"onnxruntime", "tokenizers", "usearch", "numpy"}
+    # The lexical image sets VECTOR_SEARCH to an empty string: that must read as off.
+    from notarium_search.settings import load_settings
+
+    assert load_settings(env={"VECTOR_SEARCH": ""}).vector_search is False
