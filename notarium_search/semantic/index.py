@@ -15,6 +15,7 @@ any point leaves a manifest and the vector file it names, consistent.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -193,7 +194,7 @@ class SemanticIndex:
         how many were embedded (the writer interleaves other work between calls)."""
         done = 0
         while self._pending and done < budget:
-            batch = list(self._pending.values())[:batch_size]
+            batch = list(itertools.islice(self._pending.values(), batch_size))
             vectors = self.embedder.embed_passages([f.embed_text for f in batch])
             self._add(batch, vectors)
             done += len(batch)
