@@ -6,6 +6,7 @@ import argparse
 import json
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
@@ -100,11 +101,11 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]} notes/s"),
+        TextColumn("{task.fields[rate]} {task.fields[unit]}/s"),
         TimeRemainingColumn(),
     )
     with Progress(*columns, transient=False) as bar:
-        task = bar.add_task(f"indexing {config.name}", total=None, rate="-")
+        task = bar.add_task(f"indexing {config.name}", total=None, rate="-", unit="notes")
 
         def show(progress: IndexProgress) -> None:
             rate, _ = rate_and_eta(progress)
@@ -112,17 +113,50 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
 
         try:
             progress = space.run_reconcile(show)
+            show(progress)
+            if space.semantic is not None and not stop.is_set():
+                _embed(space, bar, settings)
         except IndexLocked as exc:
             print(f"notarium-search: {exc}", file=sys.stderr)
             return 1
         finally:
             space.lexical.close()
-        show(progress)
-    notes = space.status().notes
+    status = space.status()
     interrupted = " (interrupted: run again to finish)" if stop.is_set() else ""
     counts = f"{progress.indexed} indexed, {progress.deleted} deleted, {progress.skipped} skipped"
-    print(f"{config.name}: {notes} notes, {counts}{interrupted}")
+    print(f"{config.name}: {status.notes} notes, {counts}{interrupted}")
+    if space.semantic is not None:
+        semantic = status.semantic
+        print(
+            f"{config.name}: semantic {semantic.state}, {semantic.embedded or 0}/{semantic.total or 0} fragments"
+            + (f" ({semantic.reason})" if semantic.reason else "")
+        )
     return 130 if stop.is_set() else 0
+
+
+def _embed(space: Any, bar: Any, settings: Settings) -> None:
+    """Embed the space's pending fragments with a progress bar; Ctrl+C stops
+    after the current slice and keeps what was embedded (a checkpoint)."""
+    from notarium_search.service import load_configured_embedder
+
+    try:
+        embedder = load_configured_embedder(settings)
+    except Exception as exc:  # noqa: BLE001 - shown to the user; lexical indexing already succeeded
+        space.semantic_unavailable(str(exc))
+        return
+    semantic = space.semantic
+    semantic.attach(embedder)
+    index = semantic.index
+    total = index.progress.pending
+    task = bar.add_task(f"embedding {space.name}", total=total, rate="-", unit="fragments")
+    started = time.monotonic()
+    while semantic.has_work and not space.stop_event.is_set():
+        semantic.work_slice()
+        done = total - index.progress.pending
+        rate = done / max(time.monotonic() - started, 1e-6)
+        bar.update(task, completed=done, rate=f"{rate:,.1f}")
+    if semantic.has_work:
+        index.checkpoint()
 
 
 def _search(settings: Settings, args: argparse.Namespace) -> int:

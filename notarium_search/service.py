@@ -46,7 +46,7 @@ class Service:
         """Load the embedding model (off the request path) and hand it to every
         space; or tell them why the semantic channel is unavailable."""
         try:
-            embedder = _load_embedder(self.settings)
+            embedder = load_configured_embedder(self.settings)
         except Exception as exc:  # noqa: BLE001 - any failure: lexical keeps serving, status says why
             reason = str(exc) if type(exc).__name__ == "EmbedderUnavailable" else f"model failed to load: {exc}"
             log.warning("semantic_unavailable", reason=reason)
@@ -132,7 +132,7 @@ class Service:
         return FeedPage(page.items, page.next_cursor, partial=not space.ready)
 
 
-def _load_embedder(settings: Settings) -> Embedder:
+def load_configured_embedder(settings: Settings) -> Embedder:
     from notarium_search.embedding import EmbedderUnavailable, load_embedder
 
     if settings.model_dir is None:

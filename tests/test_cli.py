@@ -100,3 +100,21 @@ def test_models_download_fails_clearly_without_a_hub(vault: Vault, tmp_path: Pat
     bad = run(["models", "download", "not a repo id", str(tmp_path / "m2")], vault, tmp_path)
     assert bad.returncode == 1
     assert "not a hub repository id" in bad.stderr
+
+
+def test_index_embeds_with_a_progress_bar_when_vector_search_is_on(vault: Vault, tmp_path: Path):
+    from tests.conftest import models_dir
+
+    for i in range(5):
+        vault.write(f"n{i}.md", f"---\nid: n{i}\n---\nParagraphe numéro {i} sur la résilience des systèmes.\n")
+    model = models_dir() / "all-minilm-l6-v2-int8"
+    env = {**os.environ, "VECTOR_SEARCH": "1", "NOTARIUM_MODEL_DIR": str(model)}
+    env.update({"NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")})
+    command = [sys.executable, "-m", "notarium_search", "index", "notes"]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert "fragments/s" in first.stdout
+    assert "semantic ready, 5/5 fragments" in first.stdout
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert "0 indexed" in again.stdout
+    assert "semantic ready, 5/5 fragments" in again.stdout  # nothing re-embedded, all still there

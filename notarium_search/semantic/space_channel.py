@@ -95,7 +95,8 @@ class SemanticChannel:
         progress = self.index.progress
         total = progress.embedded + progress.pending
         if not progress.pending:
-            return ChannelStatus(ChannelState.READY, self.index.repaired, embedded=total, total=total)
+            size = self.index.size()  # every fragment of the space has its vector
+            return ChannelStatus(ChannelState.READY, self.index.repaired, embedded=size, total=size)
         elapsed = max(time.monotonic() - self._build_started, 1e-6)
         rate = progress.embedded / elapsed
         eta = progress.pending / rate if rate > 0 else None
