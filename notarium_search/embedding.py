@@ -1,0 +1,672 @@
+"""Sentence embeddings from a local ONNX model pack (the semantic channel's encoder).
+
+A pack is a directory holding `model.onnx`, `tokenizer.json` and usually
+`model.json` (how to use it: dim, pooling, prefixes...); see docs/models.md.
+`load_embedder` reads one from the local disk only: nothing here touches the
+network except `download_model`, which only an explicit command calls.
+
+Leaf-ish module: imports only the standard library and numpy at import time.
+onnxruntime and tokenizers (the optional `semantic` extra) are imported by
+`load_embedder`, so importing this module never fails on a lexical-only
+install; a missing package becomes an `EmbedderUnavailable` that says what to
+install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import re
+import shutil
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+try:
+    import numpy as np
+except ImportError:  # lexical-only install: load_embedder reports it
+    np = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from tokenizers import Tokenizer
+
+    Vectors = npt.NDArray[np.float32]
+    Ids = npt.NDArray[np.int64]
+
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+CONFIG_FILE = "model.json"
+POOLINGS = ("mean", "cls")
+INSTALL_HINT = "pip install 'notarium-search[semantic]'"
+
+# Position-embedding limit of the BERT / XLM-R family every supported model
+# belongs to; used when neither model.json nor the overrides say, and the
+# most a download writes: bge-m3 accepts 8,192, but attention cost grows with
+# the square of the length and notes are embedded passage by passage.
+DEFAULT_MAX_TOKENS = 512
+# Batch 64 cost 1.6 GB RSS for no throughput gain (shared/models/README.md);
+# 8-16 already keeps the matrix kernels busy on 1,000-character passages.
+DEFAULT_BATCH_SIZE = 16
+# No vocabulary token of the supported tokenizers is longer than 18
+# characters (words are separated by at least one more), so cutting a text at
+# 32 characters per allowed token before tokenising never changes the kept
+# tokens of normal prose, and spares tokenising a 2 MB note in full (1.7 s
+# with the e5 tokenizer) only to keep its first 512 tokens.
+MAX_CHARS_PER_TOKEN = 32
+# Tried in order when tokenizer.json stores no padding: the BERT and the
+# SentencePiece (XLM-R, E5, BGE-M3) spellings.
+PAD_TOKENS = ("[PAD]", "<pad>")
+# 128 bits: a collision-free identity for a handful of models, short enough
+# to store beside every vector index.
+FINGERPRINT_BYTES = 16
+# Bumped when pooling or pre-processing code changes what a model produces,
+# so that indexes built by an older version are rebuilt.
+FINGERPRINT_VERSION = b"notarium-embedding-1"
+HASH_CHUNK_BYTES = 1 << 20
+# Two texts of different lengths: the load-time check runs a padded batch, so
+# an export with a fixed batch size or sequence length fails at load, not
+# halfway through a build.
+WARMUP_TEXTS = ("warm-up", "a longer warm-up text, padded against the first one")
+# At least one token per repetition in every tokenizer: repeated max_tokens
+# times it reaches the truncation length, where a max_tokens larger than the
+# model's position table fails (at load, rather than on the first long note).
+WARMUP_WORD = "word "
+
+_REQUIRED_INPUTS = ("input_ids", "attention_mask")
+_OPTIONAL_INPUTS = ("token_type_ids",)
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The model cannot be used; `str(exc)` is a precise, user-facing reason."""
+
+
+class ModelDownloadError(RuntimeError):
+    """A model could not be downloaded; `str(exc)` says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """How to use one model pack: model.json merged with configured overrides."""
+
+    name: str
+    """A label for messages and status (the directory name unless given)."""
+    dim: int
+    """Length of one embedding; checked against the model's real output."""
+    max_tokens: int
+    """Longer texts are truncated to this many tokens (special tokens included)."""
+    pooling: str
+    """"mean" (attention-masked mean of last_hidden_state) or "cls" (first token)."""
+    normalize: bool
+    """L2-normalise each vector, so that a dot product is a cosine."""
+    query_prefix: str
+    """Prepended to queries (E5 models need "query: ")."""
+    passage_prefix: str
+    """Prepended to passages (E5 models need "passage: ")."""
+
+
+_CONFIG_FIELDS = tuple(f.name for f in fields(ModelConfig))
+_REQUIRED_FIELDS = ("dim", "pooling")
+# The configuration fields that do not change a vector: left out of the
+# fingerprint so that renaming a pack does not force re-embedding every note.
+_LABEL_FIELDS = ("name",)
+
+
+class Embedder(Protocol):
+    """What the semantic channel needs from an encoder (fakes implement it in tests)."""
+
+    @property
+    def config(self) -> ModelConfig: ...
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable across restarts; changes when the model file, tokenizer, dim,
+        pooling, normalize, prefixes or max_tokens change."""
+        ...
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        """Shape (len(texts), dim), float32, rows in the order of `texts`."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """Shape (dim,), float32."""
+        ...
+
+
+# ---------------------------------------------------------------- config
+
+
+def read_model_config(model_dir: Path, overrides: Mapping[str, object]) -> ModelConfig:
+    """model.json of `model_dir`, with `overrides` (configuration) winning.
+
+    Overrides alone suffice when there is no model.json; an override whose value
+    is None counts as unset. Extra model.json keys (languages, licence, source)
+    are ignored; unknown override keys are an error (most likely a typo).
+    """
+    if not model_dir.is_dir():
+        raise EmbedderUnavailable(f"model directory {model_dir} does not exist")
+    unknown = sorted(set(overrides) - set(_CONFIG_FIELDS))
+    if unknown:
+        raise EmbedderUnavailable(f"unknown model setting(s) {', '.join(unknown)}; known: {', '.join(_CONFIG_FIELDS)}")
+    stored = _read_config_file(model_dir / CONFIG_FILE)
+    merged = {key: value for key, value in stored.items() if key in _CONFIG_FIELDS}
+    merged.update({key: value for key, value in overrides.items() if value is not None})
+    for key in _REQUIRED_FIELDS:
+        if key not in merged:
+            raise EmbedderUnavailable(
+                f"model {model_dir}: '{key}' is unknown ({CONFIG_FILE} is missing or lacks it);"
+                " set it in the configuration"
+            )
+    return _config_from(merged, model_dir.name)
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EmbedderUnavailable(f"cannot read {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise EmbedderUnavailable(f"{path} must hold a JSON object")
+    return raw
+
+
+def _config_from(values: Mapping[str, object], default_name: str) -> ModelConfig:
+    pooling = str(values["pooling"]).lower()
+    if pooling not in POOLINGS:
+        raise EmbedderUnavailable(f"model pooling must be one of {', '.join(POOLINGS)}, got {values['pooling']!r}")
+    return ModelConfig(
+        name=str(values.get("name", default_name)),
+        dim=_positive_int(values, "dim", None),
+        max_tokens=_positive_int(values, "max_tokens", DEFAULT_MAX_TOKENS),
+        pooling=pooling,
+        normalize=_boolean(values, "normalize", default=True),
+        query_prefix=_text(values, "query_prefix"),
+        passage_prefix=_text(values, "passage_prefix"),
+    )
+
+
+def _positive_int(values: Mapping[str, object], key: str, default: int | None) -> int:
+    value = values.get(key, default)
+    # bool is an int subclass: `dim = true` is a mistake, not 1.
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise EmbedderUnavailable(f"model {key} must be a positive integer, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise EmbedderUnavailable(f"model {key} must be a positive integer, got {value!r}")
+    return number
+
+
+def _boolean(values: Mapping[str, object], key: str, default: bool) -> bool:
+    value = values.get(key, default)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise EmbedderUnavailable(f"model {key} must be a boolean, got {value!r}")
+
+
+def _text(values: Mapping[str, object], key: str) -> str:
+    value = values.get(key, "")
+    if not isinstance(value, str):
+        raise EmbedderUnavailable(f"model {key} must be a string, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_embedder(
+    model_dir: Path,
+    overrides: Mapping[str, object] | None = None,
+    bulk_threads: int = 0,
+    query_threads: int = 1,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> OnnxEmbedder:
+    """Load the pack in `model_dir` (local files only) and check it works.
+
+    `bulk_threads` is onnxruntime's intra-op thread count (0 = all cores);
+    `query_threads` is accepted for the configuration's sake but queries share
+    the one session (see OnnxEmbedder). Raises EmbedderUnavailable with the
+    reason when anything is missing, unreadable or inconsistent.
+    """
+    if batch_size < 1 or bulk_threads < 0 or query_threads < 0:
+        raise ValueError("batch_size must be >= 1 and thread counts >= 0")
+    config = read_model_config(Path(model_dir), overrides or {})
+    model_path, tokenizer_path = _pack_files(Path(model_dir))
+    session = _open_session(model_path, bulk_threads)
+    tokenizer = _open_tokenizer(tokenizer_path, config.max_tokens)
+    embedder = OnnxEmbedder(
+        config=config,
+        session=session,
+        tokenizer=tokenizer,
+        fingerprint=_fingerprint(model_path, tokenizer_path, config),
+        batch_size=batch_size,
+    )
+    embedder.warm_up()
+    return embedder
+
+
+def _pack_files(model_dir: Path) -> tuple[Path, Path]:
+    paths = (model_dir / MODEL_FILE, model_dir / TOKENIZER_FILE)
+    for path in paths:
+        if not path.is_file():
+            raise EmbedderUnavailable(f"model file {path} is missing (a pack needs {MODEL_FILE} and {TOKENIZER_FILE})")
+    return paths
+
+
+def _import_onnxruntime() -> Any:
+    if np is None:
+        raise EmbedderUnavailable(f"numpy is not installed ({INSTALL_HINT})")
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"onnxruntime is not installed ({INSTALL_HINT})") from exc
+    return onnxruntime
+
+
+def _open_session(model_path: Path, threads: int) -> Any:
+    ort = _import_onnxruntime()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    # One graph, run node after node: parallelism is inside each matrix kernel.
+    options.inter_op_num_threads = 1
+    # Failures come back as exceptions carrying the same message; onnxruntime's
+    # own coloured copy on stderr (and its warnings about unused initializers
+    # of some exports) would only be noise in the service's log.
+    options.log_severity_level = 4
+    try:
+        return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    # onnxruntime raises private pybind11 types (InvalidProtobuf, Fail, ...)
+    # that derive from Exception only.
+    except Exception as exc:
+        raise EmbedderUnavailable(f"cannot load {model_path}: {_first_line(exc)}") from exc
+
+
+def _open_tokenizer(path: Path, max_tokens: int) -> Tokenizer:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"tokenizers is not installed ({INSTALL_HINT})") from exc
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    # tokenizers raises a bare Exception for any parse error.
+    except Exception as exc:
+        raise EmbedderUnavailable(f"cannot parse {path}: {_first_line(exc)}") from exc
+    pad_id, pad_token = _pad_token(tokenizer)
+    tokenizer.enable_truncation(max_length=max_tokens)
+    # Pad to the longest text of each batch: the stored settings of some packs
+    # pad every text to a fixed 128 tokens, wasting work on short ones.
+    tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
+    return tokenizer
+
+
+def _pad_token(tokenizer: Tokenizer) -> tuple[int, str]:
+    stored = tokenizer.padding
+    if stored is not None:
+        return int(stored["pad_id"]), str(stored["pad_token"])
+    for token in PAD_TOKENS:
+        token_id = tokenizer.token_to_id(token)
+        if token_id is not None:
+            return token_id, token
+    # Padded positions are masked out of attention and pooling, so any id
+    # gives the same vectors; 0 exists in every vocabulary.
+    return 0, tokenizer.id_to_token(0) or ""
+
+
+def _fingerprint(model_path: Path, tokenizer_path: Path, config: ModelConfig) -> str:
+    digest = hashlib.blake2b(FINGERPRINT_VERSION, digest_size=FINGERPRINT_BYTES)
+    for path in (model_path, tokenizer_path):
+        with path.open("rb") as stream:
+            while chunk := stream.read(HASH_CHUNK_BYTES):
+                digest.update(chunk)
+    settings = {k: v for k, v in asdict(config).items() if k not in _LABEL_FIELDS}
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+# ---------------------------------------------------------------- embedder
+
+
+class OnnxEmbedder:
+    """An `Embedder` over one onnxruntime session and one tokenizer.
+
+    TODO-MEASURE
+    """
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        session: Any,
+        tokenizer: Tokenizer,
+        fingerprint: str,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        self.config = config
+        self.fingerprint = fingerprint
+        self.batch_size = batch_size
+        self.passages_embedded = 0
+        """Texts embedded through embed_passages since load (tests count work)."""
+        self._session = session
+        self._tokenizer = tokenizer
+        self._inputs = _graph_inputs(session)
+        self.input_names = tuple(self._inputs)
+        """The graph's declared inputs, all of which are fed."""
+        self._output = _hidden_output(session)
+        self._max_chars = config.max_tokens * MAX_CHARS_PER_TOKEN
+        self._count_lock = threading.Lock()
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        if isinstance(texts, str):
+            raise TypeError("embed_passages takes a sequence of texts, not one string")
+        vectors = np.empty((len(texts), self.config.dim), dtype=np.float32)
+        # Longest first, so that each batch pads little and the largest
+        # buffers are allocated by the first run rather than late in a build.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            vectors[rows] = self._embed([self.config.passage_prefix + texts[i] for i in rows])
+        with self._count_lock:
+            self.passages_embedded += len(texts)
+        return vectors
+
+    def embed_query(self, text: str) -> Vectors:
+        vector: Vectors = self._embed([self.config.query_prefix + text])[0]
+        return vector
+
+    def warm_up(self) -> None:
+        """Check at load what would otherwise fail mid-build: the output width,
+        batching with padding, and a text of the full max_tokens length."""
+        try:
+            width = self._embed(list(WARMUP_TEXTS)).shape[1]
+        # Same private onnxruntime exception types as at load.
+        except Exception as exc:
+            raise EmbedderUnavailable(f"model {self.config.name} fails on a test input: {_first_line(exc)}") from exc
+        if width != self.config.dim:
+            raise EmbedderUnavailable(
+                f"model {self.config.name} produces {width}-dimensional vectors but its dim is set to {self.config.dim}"
+            )
+        try:
+            self._embed([WARMUP_WORD * self.config.max_tokens])
+        except Exception as exc:
+            raise EmbedderUnavailable(
+                f"model {self.config.name} fails on a {self.config.max_tokens}-token input"
+                f" (is max_tokens above what the model accepts?): {_first_line(exc)}"
+            ) from exc
+
+    def _embed(self, texts: list[str]) -> Vectors:
+        encodings = self._tokenizer.encode_batch([text[: self._max_chars] for text in texts])
+        ids: Ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask: Ids = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {name: make(ids, mask) for name, make in self._inputs.items()}
+        hidden = self._session.run([self._output], feeds)[0]
+        pooled = _mean_pool(hidden, mask) if self.config.pooling == "mean" else hidden[:, 0, :]
+        vectors = np.ascontiguousarray(pooled, dtype=np.float32)
+        return _l2_normalise(vectors) if self.config.normalize else vectors
+
+
+_Feed = Callable[["Ids", "Ids"], "Ids"]
+_FEEDS: Mapping[str, _Feed] = {
+    "input_ids": lambda ids, mask: ids,
+    "attention_mask": lambda ids, mask: mask,
+    # Single-segment texts: every token belongs to segment 0.
+    "token_type_ids": lambda ids, mask: np.zeros_like(ids),
+}
+
+
+def _graph_inputs(session: Any) -> dict[str, _Feed]:
+    names = [node.name for node in session.get_inputs()]
+    unknown = [name for name in names if name not in _FEEDS]
+    missing = [name for name in _REQUIRED_INPUTS if name not in names]
+    if unknown or missing:
+        raise EmbedderUnavailable(
+            f"model inputs {names} are not supported: need {' and '.join(_REQUIRED_INPUTS)}"
+            f" (optionally {', '.join(_OPTIONAL_INPUTS)}) and nothing else"
+        )
+    return {name: _FEEDS[name] for name in names}
+
+
+def _hidden_output(session: Any) -> str:
+    outputs = session.get_outputs()
+    for node in outputs:
+        if node.name == "last_hidden_state":
+            return str(node.name)
+    for node in outputs:
+        if len(node.shape) == 3:
+            return str(node.name)
+    raise EmbedderUnavailable(f"model has no token-level output (last_hidden_state): {[o.name for o in outputs]}")
+
+
+def _mean_pool(hidden: Vectors, mask: Ids) -> Vectors:
+    weights = mask[:, :, None].astype(np.float32)
+    counts = np.maximum(weights.sum(axis=1), 1.0)
+    pooled: Vectors = (hidden * weights).sum(axis=1) / counts
+    return pooled
+
+
+def _l2_normalise(vectors: Vectors) -> Vectors:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    # An all-zero row stays zero instead of becoming NaN.
+    normalised: Vectors = vectors / np.maximum(norms, np.finfo(np.float32).tiny)
+    return normalised
+
+
+# ---------------------------------------------------------------- download
+
+HUB_URL = "https://huggingface.co"
+# Tried in order: Xenova-style exports keep the graph under onnx/, others at the root.
+ONNX_PATHS = ("onnx/model.onnx", "model.onnx")
+# Graphs over 2 GB (bge-m3) keep their weights in files beside the graph that
+# it names in external-data entries: {key: "location", value: NAME}, i.e.
+# field 1 = "location" (tag 0x0a, length 8) then field 2 (tag 0x12, length).
+_EXTERNAL_DATA_RE = re.compile(rb"\x0a\x08location\x12([\x01-\x7f])")
+# What sentence-transformers repositories document about using the model:
+# width and position table, pooling, maximum length, role prompts.
+HUB_CONFIG_FILES = (
+    "config.json",
+    "1_Pooling/config.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+)
+_REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# E5 models were trained with these role prefixes and lose quality without them.
+_E5_PREFIXES = ("query: ", "passage: ")
+# RoBERTa-family position tables start after the padding index: two slots
+# of max_position_embeddings are not usable positions.
+_ROBERTA_TYPES = {"xlm-roberta", "roberta", "camembert"}
+_DOWNLOAD_CHUNK_BYTES = 1 << 20
+
+
+def download_model(
+    repo_id: str,
+    target: Path,
+    timeout: float = 30,
+    *,
+    dim: int | None = None,
+    pooling: str | None = None,
+    query_prefix: str | None = None,
+    passage_prefix: str | None = None,
+    onnx_file: str | None = None,
+    revision: str = "main",
+    hub_url: str = HUB_URL,
+) -> Path:
+    """Fetch an ONNX export from the Hugging Face hub into the pack `target`.
+
+    Downloads the graph (`onnx_file`, else `onnx/model.onnx` or `model.onnx`)
+    with the external-data files it names, `tokenizer.json` (beside the graph,
+    else at the root), and writes `model.json` from the repository's
+    config.json and sentence-transformers files; `dim`/`pooling`/prefixes
+    given here win, and are required when the repository does not say.
+    Everything lands in a temporary directory beside `target`, renamed into
+    place only when complete. Only ever called explicitly (the `models
+    download` command); raises ModelDownloadError.
+    """
+    if not _REPO_ID_RE.match(repo_id):
+        raise ModelDownloadError(f"{repo_id!r} is not a hub repository id (owner/name)")
+    if not hub_url.startswith("https://"):
+        raise ModelDownloadError(f"hub URL must use https, got {hub_url!r}")
+    target = Path(target)
+    if target.exists():
+        raise ModelDownloadError(f"{target} already exists; remove it or choose another directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        hub = _Hub(hub_url, repo_id, revision, timeout)
+        _fetch_files(hub, staging, (onnx_file,) if onnx_file else ONNX_PATHS)
+        given = {"dim": dim, "pooling": pooling, "query_prefix": query_prefix, "passage_prefix": passage_prefix}
+        config = _hub_model_json(repo_id, {name: hub.json(name) for name in HUB_CONFIG_FILES}, given)
+        config["source"] = f"{hub_url}/{repo_id} (revision {revision})"
+        (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+@dataclass(frozen=True, slots=True)
+class _Hub:
+    base: str
+    repo_id: str
+    revision: str
+    timeout: float
+
+    def url(self, path: str) -> str:
+        return f"{self.base.rstrip('/')}/{self.repo_id}/resolve/{self.revision}/{path}"
+
+    def open(self, path: str) -> Any:
+        """The open response, or None when the repository has no such file."""
+        # The scheme is always https: download_model refuses any other hub URL.
+        request = urllib.request.Request(self.url(path), headers={"User-Agent": "notarium-search"})  # noqa: S310
+        try:
+            return urllib.request.urlopen(request, timeout=self.timeout)  # noqa: S310
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise ModelDownloadError(f"{self.url(path)}: HTTP {exc.code} {exc.reason}") from exc
+        except OSError as exc:  # URLError, refused connections, DNS failures, timeouts
+            reason = getattr(exc, "reason", exc)
+            raise ModelDownloadError(
+                f"cannot reach the model hub {self.base}: {reason} (offline? copy a model pack by hand: docs/models.md)"
+            ) from exc
+
+    def save(self, path: str, destination: Path) -> bool:
+        response = self.open(path)
+        if response is None:
+            return False
+        try:
+            with response, destination.open("wb") as out:
+                while chunk := response.read(_DOWNLOAD_CHUNK_BYTES):
+                    out.write(chunk)
+        except OSError as exc:
+            raise ModelDownloadError(f"download of {self.url(path)} failed: {exc}") from exc
+        return True
+
+    def json(self, path: str) -> dict[str, Any]:
+        response = self.open(path)
+        if response is None:
+            return {}
+        try:
+            with response:
+                data = json.loads(response.read().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelDownloadError(f"{self.url(path)} is not valid JSON: {exc}") from exc
+        return data if isinstance(data, dict) else {}
+
+
+def _fetch_files(hub: _Hub, staging: Path, graph_paths: Sequence[str]) -> None:
+    graph = next((path for path in graph_paths if hub.save(path, staging / MODEL_FILE)), None)
+    if graph is None:
+        raise ModelDownloadError(f"{hub.repo_id} has no ONNX export ({' or '.join(graph_paths)})")
+    folder = graph.rpartition("/")[0]
+    for name in sorted(_external_data_names(staging / MODEL_FILE)):
+        if not hub.save(_join(folder, name), staging / name):
+            raise ModelDownloadError(f"{hub.repo_id}: {graph} needs {_join(folder, name)}, which is missing")
+    tokenizers = dict.fromkeys((_join(folder, TOKENIZER_FILE), TOKENIZER_FILE))
+    if not any(hub.save(path, staging / TOKENIZER_FILE) for path in tokenizers):
+        raise ModelDownloadError(f"{hub.repo_id} has no {TOKENIZER_FILE}")
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def _external_data_names(graph: Path) -> set[str]:
+    """File names the ONNX graph loads its weights from (empty for most models)."""
+    if graph.stat().st_size == 0:
+        return set()
+    names: set[str] = set()
+    with graph.open("rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        for match in _EXTERNAL_DATA_RE.finditer(data):
+            names.add(data[match.end() : match.end() + match.group(1)[0]].decode("utf-8", "replace"))
+    # Plain names beside the graph only: never a path that could leave the pack.
+    return {name for name in names if name == Path(name).name and not name.startswith(".")}
+
+
+def _hub_model_json(
+    repo_id: str, documents: Mapping[str, Mapping[str, Any]], given: Mapping[str, object]
+) -> dict[str, object]:
+    """model.json content from the repository's HUB_CONFIG_FILES (missing ones
+    are empty), `given` winning; ModelDownloadError when dim or pooling stay unknown."""
+    config = documents.get("config.json", {})
+    pooling = documents.get("1_Pooling/config.json", {})
+    found: dict[str, object] = {"name": repo_id, "normalize": True}
+    found.update(_hub_dim_and_length(config, pooling, documents.get("sentence_bert_config.json", {})))
+    found.update(_hub_pooling(pooling))
+    found.update(_hub_prefixes(repo_id, documents.get("config_sentence_transformers.json", {})))
+    found.update({key: value for key, value in given.items() if value is not None})
+    for key in _REQUIRED_FIELDS:
+        if key not in found:
+            raise ModelDownloadError(f"{repo_id} does not say its {key}: pass it explicitly (--{key})")
+    return found
+
+
+def _hub_dim_and_length(
+    config: Mapping[str, Any], pooling: Mapping[str, Any], sbert: Mapping[str, Any]
+) -> dict[str, object]:
+    found: dict[str, object] = {}
+    dim = pooling.get("word_embedding_dimension", config.get("hidden_size"))
+    if isinstance(dim, int):
+        found["dim"] = dim
+    positions = config.get("max_position_embeddings")
+    if isinstance(positions, int):
+        usable = positions - 2 if config.get("model_type") in _ROBERTA_TYPES else positions
+        found["max_tokens"] = min(usable, DEFAULT_MAX_TOKENS)
+    if isinstance(sbert.get("max_seq_length"), int):
+        found["max_tokens"] = min(sbert["max_seq_length"], DEFAULT_MAX_TOKENS)
+    return found
+
+
+def _hub_pooling(pooling: Mapping[str, Any]) -> dict[str, object]:
+    if pooling.get("pooling_mode_cls_token"):
+        return {"pooling": "cls"}
+    if pooling.get("pooling_mode_mean_tokens"):
+        return {"pooling": "mean"}
+    return {}
+
+
+def _hub_prefixes(repo_id: str, sentence_transformers: Mapping[str, Any]) -> dict[str, object]:
+    prompts = sentence_transformers.get("prompts")
+    if isinstance(prompts, dict) and prompts:
+        return {"query_prefix": str(prompts.get("query", "")), "passage_prefix": str(prompts.get("passage", ""))}
+    if "e5" in repo_id.lower().split("/")[-1].split("-"):
+        return {"query_prefix": _E5_PREFIXES[0], "passage_prefix": _E5_PREFIXES[1]}
+    return {}

@@ -1,0 +1,364 @@
+"""The ONNX embedder over the real shared model packs (real onnxruntime).
+
+The packs live beside the repository (`../shared/models`, or
+`NOTARIUM_MODELS_DIR`). Locally they may be absent (the tests skip); in CI
+(`CI` set) their absence is a failure, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from notarium_search.embedding import (
+    EmbedderUnavailable,
+    ModelConfig,
+    ModelDownloadError,
+    OnnxEmbedder,
+    _external_data_names,
+    _hub_model_json,
+    download_model,
+    load_embedder,
+    read_model_config,
+)
+
+MODELS_DIR = Path(os.environ.get("NOTARIUM_MODELS_DIR", Path(__file__).parents[2] / "shared" / "models"))
+MINILM = "all-minilm-l6-v2-int8"
+E5 = "multilingual-e5-small-int8"
+DIM = 384
+MINILM_FIELDS = {"dim": 384, "pooling": "mean", "max_tokens": 256, "normalize": True}
+TEXTS = [
+    "A short note.",
+    "The quarterly report compares revenue across three regions and explains the decline in the north.",
+    "Gardening tips: water tomatoes in the morning.",
+    "Interoperability lets systems exchange data through open APIs and shared formats, without manual export.",
+    "x",
+]
+# Nobody listens on the discard port of the loopback interface: the
+# connection is refused at once, like an offline machine's.
+UNREACHABLE_HUB = "https://127.0.0.1:9"
+
+Documents = dict[str, dict[str, Any]]  # hub file name -> its JSON
+
+
+def pack(name: str) -> Path:
+    path = MODELS_DIR / name
+    if not (path / "model.onnx").is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"model pack missing in CI: {path}")
+        pytest.skip(f"model pack not found: {path} (set NOTARIUM_MODELS_DIR)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def minilm() -> OnnxEmbedder:
+    return load_embedder(pack(MINILM), bulk_threads=2)
+
+
+@pytest.fixture(scope="module")
+def e5() -> OnnxEmbedder:
+    return load_embedder(pack(E5), bulk_threads=2)
+
+
+def copy_pack(source: Path, target: Path, files: tuple[str, ...] = ("model.onnx", "tokenizer.json")) -> Path:
+    target.mkdir()
+    for name in files:
+        shutil.copyfile(source / name, target / name)
+    return target
+
+
+# ---------------------------------------------------------------- loading and shape
+
+
+@pytest.mark.parametrize("fixture", ["minilm", "e5"])
+def test_pack_loads_and_embeds_normalised_384_dim_rows(fixture: str, request: pytest.FixtureRequest) -> None:
+    embedder: OnnxEmbedder = request.getfixturevalue(fixture)
+    vectors = embedder.embed_passages(TEXTS)
+    query = embedder.embed_query("what is interoperability")
+    assert embedder.config.dim == DIM
+    assert vectors.shape == (len(TEXTS), DIM)
+    assert vectors.dtype == np.float32
+    assert query.shape == (DIM,)
+    assert query.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.linalg.norm(query) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_minilm_is_fed_token_type_ids_and_e5_is_not(minilm: OnnxEmbedder, e5: OnnxEmbedder) -> None:
+    assert minilm.input_names == ("input_ids", "attention_mask", "token_type_ids")
+    assert e5.input_names == ("input_ids", "attention_mask")
+    assert np.isfinite(minilm.embed_passages(TEXTS)).all()
+
+
+def test_config_comes_from_model_json(minilm: OnnxEmbedder, e5: OnnxEmbedder) -> None:
+    assert minilm.config == ModelConfig(MINILM, 384, 256, "mean", True, "", "")
+    assert e5.config == ModelConfig(E5, 384, 512, "mean", True, "query: ", "passage: ")
+
+
+def test_empty_list_gives_an_empty_matrix(minilm: OnnxEmbedder) -> None:
+    vectors = minilm.embed_passages([])
+    assert vectors.shape == (0, DIM)
+    assert vectors.dtype == np.float32
+
+
+def test_a_single_string_is_refused_rather_than_embedded_per_character(minilm: OnnxEmbedder) -> None:
+    with pytest.raises(TypeError, match="sequence of texts"):
+        minilm.embed_passages("one text")
+
+
+# ---------------------------------------------------------------- batching, order, prefixes
+
+
+def test_batch_equals_one_by_one_in_the_original_order(minilm: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Batches of 2 over 5 texts of mixed lengths: sorting by length moves
+    # texts across batches, and the rows must still come back in order.
+    monkeypatch.setattr(minilm, "batch_size", 2)
+    batched = minilm.embed_passages(TEXTS)
+    singles = np.vstack([minilm.embed_passages([text]) for text in TEXTS])
+    np.testing.assert_allclose(batched, singles, atol=1e-4)
+    assert (np.argmax(batched @ singles.T, axis=1) == np.arange(len(TEXTS))).all()
+
+
+def test_e5_batches_agree_with_single_texts_up_to_dynamic_quantisation(e5: OnnxEmbedder) -> None:
+    # The e5 pack quantises activations per tensor, over the whole padded
+    # batch: a text's vector moves slightly with its batch-mates (cosine
+    # ≈ 0.998 measured), unlike MiniLM whose int8 weights load as float.
+    batched = e5.embed_passages(TEXTS)
+    singles = np.vstack([e5.embed_passages([text]) for text in TEXTS])
+    assert ((batched * singles).sum(axis=1) > 0.99).all()
+    assert (np.argmax(batched @ singles.T, axis=1) == np.arange(len(TEXTS))).all()
+
+
+def test_e5_prefixes_make_query_and_passage_vectors_differ(minilm: OnnxEmbedder, e5: OnnxEmbedder) -> None:
+    text = "interopérabilité des systèmes"
+    e5_cosine = float(e5.embed_query(text) @ e5.embed_passages([text])[0])
+    assert e5_cosine < 0.99
+    # Without prefixes the two roles embed the same string.
+    np.testing.assert_allclose(minilm.embed_query(text), minilm.embed_passages([text])[0], atol=1e-6)
+
+
+def test_french_query_is_closest_to_the_passage_about_it(e5: OnnxEmbedder) -> None:
+    passages = [
+        "Les systèmes d'information échangent leurs données au moyen d'API ouvertes et de formats standard.",
+        "Au jardin, on arrose les tomates le matin et on taille les rosiers en fin d'hiver.",
+    ]
+    scores = e5.embed_passages(passages) @ e5.embed_query("interopérabilité des systèmes")
+    assert scores[0] > scores[1]
+
+
+@pytest.mark.parametrize("fixture", ["minilm", "e5"])
+def test_long_input_is_truncated_to_max_tokens(fixture: str, request: pytest.FixtureRequest) -> None:
+    embedder: OnnxEmbedder = request.getfixturevalue(fixture)
+    long_text = "word " * 5000
+    vectors = embedder.embed_passages([long_text, long_text + "an entirely different ending " * 200])
+    # Both texts keep the same first max_tokens tokens, so embed the same.
+    np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
+    assert embedder.embed_query(long_text).shape == (DIM,)
+
+
+def test_passages_embedded_counts_passages_not_queries(minilm: OnnxEmbedder) -> None:
+    before = minilm.passages_embedded
+    minilm.embed_passages(TEXTS[:3])
+    minilm.embed_query("not counted")
+    minilm.embed_passages([])
+    assert minilm.passages_embedded == before + 3
+
+
+def test_queries_during_a_bulk_embed_on_another_thread_are_correct(minilm: OnnxEmbedder) -> None:
+    expected = minilm.embed_query(TEXTS[3])
+    bulk_expected = minilm.embed_passages(TEXTS * 8)
+    bulk_result: list[np.ndarray] = []
+    worker = threading.Thread(target=lambda: bulk_result.append(minilm.embed_passages(TEXTS * 8)))
+    worker.start()
+    during = [minilm.embed_query(TEXTS[3]) for _ in range(5)]
+    worker.join()
+    for vector in during:
+        np.testing.assert_allclose(vector, expected, atol=1e-5)
+    np.testing.assert_allclose(bulk_result[0], bulk_expected, atol=1e-5)
+
+
+# ---------------------------------------------------------------- fingerprint and overrides
+
+
+def test_fingerprint_is_stable_and_follows_what_changes_vectors(minilm: OnnxEmbedder, e5: OnnxEmbedder) -> None:
+    again = load_embedder(pack(MINILM))
+    prefixed = load_embedder(pack(MINILM), {"query_prefix": "query: "})
+    renamed = load_embedder(pack(MINILM), {"name": "english-small"})
+    assert len(minilm.fingerprint) == 32
+    assert int(minilm.fingerprint, 16) >= 0
+    assert again.fingerprint == minilm.fingerprint
+    assert renamed.fingerprint == minilm.fingerprint  # a label does not change vectors
+    assert prefixed.fingerprint != minilm.fingerprint
+    assert e5.fingerprint != minilm.fingerprint
+
+
+def test_overrides_replace_a_missing_model_json(minilm: OnnxEmbedder, tmp_path: Path) -> None:
+    bare = copy_pack(pack(MINILM), tmp_path / "bare")
+    overrides = {**MINILM_FIELDS, "query_prefix": "", "passage_prefix": ""}
+    embedder = load_embedder(bare, overrides)
+    assert embedder.config == ModelConfig("bare", 384, 256, "mean", True, "", "")
+    np.testing.assert_allclose(embedder.embed_passages(TEXTS), minilm.embed_passages(TEXTS), atol=1e-5)
+    # Same model, same settings: same fingerprint, wherever the pack lives.
+    assert embedder.fingerprint == minilm.fingerprint
+
+
+def test_overrides_win_over_model_json_and_none_means_unset() -> None:
+    config = read_model_config(pack(E5), {"max_tokens": 128, "query_prefix": None})
+    assert config.max_tokens == 128
+    assert config.query_prefix == "query: "
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"pooling": "mean"}, "'dim' is unknown"),
+        ({"dim": 384}, "'pooling' is unknown"),
+        ({"dim": 384, "pooling": "max"}, "pooling must be one of mean, cls"),
+        ({"dim": "wide", "pooling": "mean"}, "dim must be a positive integer"),
+        ({"dim": 384, "pooling": "mean", "normalize": "perhaps"}, "normalize must be a boolean"),
+        ({"dimension": 384}, "unknown model setting(s) dimension"),
+    ],
+)
+def test_incomplete_or_invalid_settings_name_the_field(
+    tmp_path: Path, overrides: dict[str, object], message: str
+) -> None:
+    with pytest.raises(EmbedderUnavailable, match=re.escape(message)):
+        read_model_config(tmp_path, overrides)
+
+
+# ---------------------------------------------------------------- load failures
+
+
+def test_missing_directory_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderUnavailable, match="does not exist"):
+        load_embedder(tmp_path / "nowhere")
+
+
+def test_missing_model_file_is_named(tmp_path: Path) -> None:
+    partial = copy_pack(pack(MINILM), tmp_path / "partial", ("tokenizer.json", "model.json"))
+    with pytest.raises(EmbedderUnavailable, match=r"model\.onnx is missing"):
+        load_embedder(partial)
+
+
+def test_corrupt_model_file_is_reported_with_its_path(tmp_path: Path) -> None:
+    broken = copy_pack(pack(MINILM), tmp_path / "broken", ("tokenizer.json", "model.json"))
+    (broken / "model.onnx").write_bytes(b"\x00garbage, not a protobuf\xff" * 64)
+    with pytest.raises(EmbedderUnavailable, match=r"cannot load .*broken/model\.onnx"):
+        load_embedder(broken)
+
+
+def test_unparsable_tokenizer_is_reported(tmp_path: Path) -> None:
+    broken = copy_pack(pack(MINILM), tmp_path / "broken", ("model.onnx", "model.json"))
+    (broken / "tokenizer.json").write_text('{"version": "1.0", "model": ', encoding="utf-8")
+    with pytest.raises(EmbedderUnavailable, match=r"cannot parse .*tokenizer\.json"):
+        load_embedder(broken)
+
+
+def test_dim_that_does_not_match_the_model_output_is_refused() -> None:
+    with pytest.raises(EmbedderUnavailable, match="produces 384-dimensional vectors but its dim is set to 768"):
+        load_embedder(pack(MINILM), {"dim": 768})
+
+
+def test_max_tokens_beyond_the_model_position_table_fails_at_load() -> None:
+    with pytest.raises(EmbedderUnavailable, match=r"fails on a 1000-token input \(is max_tokens above"):
+        load_embedder(pack(MINILM), {"max_tokens": 1000})
+
+
+def test_missing_onnxruntime_is_a_clear_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(EmbedderUnavailable) as caught:
+        load_embedder(pack(MINILM))
+    assert str(caught.value) == "onnxruntime is not installed (pip install 'notarium-search[semantic]')"
+
+
+def test_module_imports_without_the_optional_packages() -> None:
+    code = (
+        "import sys; sys.modules['onnxruntime'] = None; sys.modules['tokenizers'] = None\n"
+        "import notarium_search.embedding as e; print(e.EmbedderUnavailable.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "EmbedderUnavailable"
+
+
+# ---------------------------------------------------------------- download
+
+
+def test_download_from_an_unreachable_hub_fails_fast_and_leaves_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "models" / "e5"
+    started = time.monotonic()
+    with pytest.raises(ModelDownloadError, match=r"cannot reach the model hub https://127\.0\.0\.1:9"):
+        download_model("Xenova/multilingual-e5-small", target, timeout=5, hub_url=UNREACHABLE_HUB)
+    assert time.monotonic() - started < 5
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []  # no staging directory left behind
+
+
+@pytest.mark.parametrize(
+    ("repo_id", "hub_url", "message"),
+    [
+        ("../../etc", "https://huggingface.co", "not a hub repository id"),
+        ("Xenova/multilingual-e5-small", "http://huggingface.co", "must use https"),
+    ],
+)
+def test_download_refuses_bad_ids_and_plain_http(tmp_path: Path, repo_id: str, hub_url: str, message: str) -> None:
+    with pytest.raises(ModelDownloadError, match=message):
+        download_model(repo_id, tmp_path / "pack", hub_url=hub_url)
+
+
+def test_download_never_replaces_an_existing_pack(tmp_path: Path) -> None:
+    (tmp_path / "pack").mkdir()
+    with pytest.raises(ModelDownloadError, match="already exists"):
+        download_model("Xenova/multilingual-e5-small", tmp_path / "pack", hub_url=UNREACHABLE_HUB)
+
+
+def test_model_json_is_inferred_from_the_repository_configs() -> None:
+    xenova_e5: Documents = {
+        "config.json": {"hidden_size": 384, "max_position_embeddings": 514, "model_type": "xlm-roberta"}
+    }
+    sbert_minilm: Documents = {
+        "config.json": {"hidden_size": 384, "max_position_embeddings": 512, "model_type": "bert"},
+        "1_Pooling/config.json": {"word_embedding_dimension": 384, "pooling_mode_mean_tokens": True},
+        "sentence_bert_config.json": {"max_seq_length": 256},
+    }
+    bge: Documents = {"config.json": {"hidden_size": 1024}, "1_Pooling/config.json": {"pooling_mode_cls_token": True}}
+    e5 = _hub_model_json("Xenova/multilingual-e5-small", xenova_e5, {"pooling": "mean", "dim": None})
+    assert e5 == {
+        "name": "Xenova/multilingual-e5-small",
+        "normalize": True,
+        "dim": 384,
+        "max_tokens": 512,
+        "pooling": "mean",
+        "query_prefix": "query: ",
+        "passage_prefix": "passage: ",
+    }
+    minilm = _hub_model_json("sentence-transformers/all-MiniLM-L6-v2", sbert_minilm, {})
+    assert (minilm["dim"], minilm["pooling"], minilm["max_tokens"]) == (384, "mean", 256)
+    assert "query_prefix" not in minilm
+    assert _hub_model_json("BAAI/bge-m3", bge, {})["pooling"] == "cls"
+    with pytest.raises(ModelDownloadError, match=r"does not say its pooling: pass it explicitly \(--pooling\)"):
+        _hub_model_json("Xenova/multilingual-e5-small", xenova_e5, {})
+
+
+def test_external_weight_files_named_by_the_graph_are_found(tmp_path: Path) -> None:
+    # An ONNX external-data entry is {key: "location", value: NAME} as protobuf
+    # fields 1 and 2; a graph over 2 GB (bge-m3) names one or more such files.
+    def entry(name: bytes) -> bytes:
+        return b"\x0a\x08location\x12" + bytes([len(name)]) + name
+
+    graph = tmp_path / "model.onnx"
+    graph.write_bytes(
+        b"\x08\x07" + entry(b"model.onnx_data") + b"\x00" + entry(b"Constant_7_attr__value") + entry(b"../x")
+    )
+    assert _external_data_names(graph) == {"model.onnx_data", "Constant_7_attr__value"}
+    assert _external_data_names(pack(MINILM) / "model.onnx") == set()
