@@ -7,7 +7,6 @@ The packs live beside the repository (`../shared/models`, or
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -31,8 +30,8 @@ from notarium_search.embedding import (
     load_embedder,
     read_model_config,
 )
+from tests.conftest import models_dir
 
-MODELS_DIR = Path(os.environ.get("NOTARIUM_MODELS_DIR", Path(__file__).parents[2] / "shared" / "models"))
 MINILM = "all-minilm-l6-v2-int8"
 E5 = "multilingual-e5-small-int8"
 DIM = 384
@@ -52,11 +51,10 @@ Documents = dict[str, dict[str, Any]]  # hub file name -> its JSON
 
 
 def pack(name: str) -> Path:
-    path = MODELS_DIR / name
+    """A shared pack (found, or failed/skipped, by the shared `models_dir`)."""
+    path = models_dir() / name
     if not (path / "model.onnx").is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"model pack missing in CI: {path}")
-        pytest.skip(f"model pack not found: {path} (set NOTARIUM_MODELS_DIR)")
+        pytest.fail(f"model pack missing: {path}")
     return path
 
 
