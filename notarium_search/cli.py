@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     download.add_argument("--passage-prefix")
     download.add_argument("--timeout", type=float, default=30.0)
     download.add_argument("--hub-url", default=None, help="a hub mirror (https)")
+    download.add_argument(
+        "--onnx-file", default=None, help="graph path in the repository, e.g. onnx/model_quantized.onnx"
+    )
     return parser
 
 
@@ -247,6 +250,7 @@ def _models(_: Settings, args: argparse.Namespace) -> int:
             pooling=args.pooling,
             query_prefix=args.query_prefix,
             passage_prefix=args.passage_prefix,
+            onnx_file=args.onnx_file,
             **({"hub_url": args.hub_url} if args.hub_url else {}),
         )
     except ModelDownloadError as exc:
