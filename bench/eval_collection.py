@@ -8,7 +8,24 @@ nDCG@10 (graded gains) and Recall@100.
     python bench/eval_collection.py ../shared/eval/piaf-fr --language fr
     python bench/eval_collection.py ../shared/eval/cranfield --language en
 
-The notes and the index go to a temporary folder (or --work DIR to keep them).
+With `--model DIR` (an embedding pack, e.g. ../shared/models/multilingual-e5-small-int8)
+the space is also embedded, synchronously, with the real semantic channel
+(fragments, usearch), and three runs are scored over every query:
+
+* `lexical`: the lexical channel alone (`lexical.search`, snippets included);
+* `semantic`: the semantic channel alone (query embedding + nearest fragments → notes);
+* `hybrid`: `Service.search`, both channels fused by RRF (what users get).
+
+    python bench/eval_collection.py ../shared/eval/piaf-fr --language fr \\
+        --model ../shared/models/multilingual-e5-small-int8 --out /tmp/eval-piaf.json
+
+`--fusion-sweep` also re-fuses the two single-channel rankings with other RRF
+constants and channel weights (bench-only; the service keeps k=60, equal weights).
+
+Each run reports nDCG@10, Recall@100 and the query latency p50 (one query at a
+time, in-process); the build reports embedding throughput (fragments/s). The
+notes and the index go to a temporary folder (or --work DIR to keep them; a
+kept index is reused, and then no embedding throughput is measured).
 """
 
 from __future__ import annotations
@@ -16,23 +33,59 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.perf_lexical import code_version
+from notarium_search.fusion import rrf
+from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.models import FeedFilter
 from notarium_search.service import Service
 from notarium_search.settings import RankingConfig, Settings, SpaceConfig
 
+if TYPE_CHECKING:
+    from notarium_search.embedding import Embedder
+    from notarium_search.semantic.space_channel import SemanticChannel
+    from notarium_search.space import Space
+
+SPACE = "eval"
 RECALL_DEPTH = 100
 NDCG_DEPTH = 10
+MODES = ("lexical", "semantic", "hybrid")
+# Service.search answers from the lexical channel alone when the query embedding
+# misses its deadline (300 ms by default), and says so in `degraded`. Here the
+# fused ranking itself is measured, on a machine shared with other work: one
+# minute is far beyond any single query embedding, so the deadline never fires.
+EVAL_QUERY_EMBED_TIMEOUT_MS = 60_000
+# The build prints a progress line this often (a large collection embeds for minutes).
+PROGRESS_SECONDS = 30.0
+# shared/README.md, "Reference figures" (nDCG@10, Recall@100): a straightforward
+# implementation with one vector per document and fusion over the top 1,000.
+REFERENCES: dict[str, dict[str, tuple[float, float]]] = {
+    "piaf-fr": {"bm25": (0.798, 0.961), "semantic": (0.766, 0.976), "rrf_k60": (0.825, 0.988)},
+    "cranfield": {"bm25": (0.349, 0.717), "semantic": (0.360, 0.729), "rrf_k60": (0.391, 0.757)},
+}
+
+# --fusion-sweep: RRF constants and lexical-channel weights (the semantic channel
+# keeps weight 1) around the service's k=60, equal weights. Small k trusts each
+# channel's top ranks more; a weight > 1 trusts the lexical channel more.
+SWEEP_K = (10, 30, 60, 100)
+SWEEP_LEXICAL_WEIGHTS = (0.5, 1.0, 1.5, 2.0)
+
+Ranker = Callable[[str], tuple[list[str], bool]]
+"""Query text → note ids best first, and whether a channel failed to answer."""
 
 
 def write_space(collection: Path, notes_dir: Path) -> int:
@@ -76,15 +129,24 @@ def recall(ranked: list[str], gains: dict[str, int], depth: int = RECALL_DEPTH) 
     return len(set(ranked[:depth]) & set(gains)) / len(gains)
 
 
-def evaluate(
-    service: Service, space: str, queries: dict[str, str], qrels: dict[str, dict[str, int]]
-) -> dict[str, float]:
+def score(
+    rank: Ranker,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    keep: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """Run every query through `rank`, one at a time; quality and latency.
+    `keep`, when given, receives each query's ranking (for `fusion_sweep`)."""
+    load = load_average()
     ndcgs, recalls, took = [], [], []
+    degraded = 0
     for qid, text in queries.items():
         started = time.perf_counter()
-        response = service.search(space, text, FeedFilter(), RECALL_DEPTH)
+        ranked, was_degraded = rank(text)
         took.append((time.perf_counter() - started) * 1000)
-        ranked = [hit.note.id for hit in response.results]
+        degraded += was_degraded
+        if keep is not None:
+            keep[qid] = ranked
         ndcgs.append(ndcg(ranked, qrels[qid]))
         recalls.append(recall(ranked, qrels[qid]))
     return {
@@ -92,40 +154,238 @@ def evaluate(
         "ndcg@10": round(statistics.fmean(ndcgs), 4),
         "recall@100": round(statistics.fmean(recalls), 4),
         "query_ms_p50": round(statistics.median(took), 3),
+        "degraded_queries": degraded,
+        "load_average_at_start": load,
     }
 
 
-def build(collection: Path, work: Path, language: str, ranking: RankingConfig) -> tuple[Service, float]:
-    notes = work / "notes" / "eval"
+def hybrid_ranker(service: Service, space: str) -> Ranker:
+    """The real search path: every enabled channel, fused."""
+
+    def rank(text: str) -> tuple[list[str], bool]:
+        response = service.search(space, text, FeedFilter(), RECALL_DEPTH)
+        return [hit.note.id for hit in response.results], "semantic" in response.degraded
+
+    return rank
+
+
+def lexical_ranker(service: Service, space: str) -> Ranker:
+    """The lexical channel alone (snippets included, as in the real path)."""
+    index, ranking = service.spaces[space].lexical, service.settings.ranking
+
+    def rank(text: str) -> tuple[list[str], bool]:
+        result = lexical.search(index, text, FeedFilter(), RECALL_DEPTH, ranking)
+        return [hit.note.id for hit in result.hits], False
+
+    return rank
+
+
+def semantic_ranker(service: Service, space: str, embedder: Embedder) -> Ranker:
+    """The semantic channel alone: the query embedding, then nearest fragments → notes."""
+    channel = _semantic(service.spaces[space])
+    if not channel.ready:
+        raise RuntimeError("the semantic channel is not built: run build_vectors first")
+
+    def rank(text: str) -> tuple[list[str], bool]:
+        result = channel.search(embedder.embed_query(text), text, FeedFilter(), RECALL_DEPTH)
+        return [hit.note.id for hit in result.hits], False
+
+    return rank
+
+
+def evaluate(
+    service: Service, space: str, queries: dict[str, str], qrels: dict[str, dict[str, int]]
+) -> dict[str, float]:
+    """`Service.search` over every query (the test suite's quality gate)."""
+    result = score(hybrid_ranker(service, space), queries, qrels)
+    return {k: v for k, v in result.items() if k in ("queries", "ndcg@10", "recall@100", "query_ms_p50")}
+
+
+def build(
+    collection: Path, work: Path, language: str, ranking: RankingConfig, vector_search: bool = False
+) -> tuple[Service, float]:
+    """The space indexed lexically (synchronously); with `vector_search`, its
+    semantic channel exists but is empty until `build_vectors`."""
+    notes = work / "notes" / SPACE
     if not notes.exists():
         write_space(collection, notes)
     settings = Settings(
-        spaces=(SpaceConfig("eval", notes, language),), index_dir=work / "index", ranking=ranking, log_level="warning"
+        spaces=(SpaceConfig(SPACE, notes, language),),
+        index_dir=work / "index",
+        ranking=ranking,
+        log_level="warning",
+        vector_search=vector_search,
+        query_embed_timeout_ms=EVAL_QUERY_EMBED_TIMEOUT_MS,
     )
     service = Service(settings)
     started = time.perf_counter()
-    service.spaces["eval"].run_reconcile()
+    service.spaces[SPACE].run_reconcile()
     return service, time.perf_counter() - started
 
 
-def main() -> None:
+def build_vectors(service: Service, embedder: Embedder, space: str = SPACE) -> dict[str, Any]:
+    """Embed every fragment of the space on this thread (as tests/conftest.py
+    `build_semantic` does), then hand the embedder to the service."""
+    channel = _semantic(service.spaces[space])
+    load = load_average()
+    started = time.perf_counter()
+    channel.attach(embedder)
+    planned = time.perf_counter()
+    fragments = _pending(channel)
+    reported = planned
+    while channel.has_work:
+        channel.work_slice()
+        if time.perf_counter() - reported > PROGRESS_SECONDS:
+            reported = time.perf_counter()
+            print(f"  embedded {fragments - _pending(channel):,}/{fragments:,} fragments", file=sys.stderr, flush=True)
+    embed_s = time.perf_counter() - planned
+    service.embedder = embedder
+    vectors = channel.index.size() if channel.index is not None else 0
+    return {
+        "fragments_embedded": fragments,
+        "vectors": vectors,
+        "plan_seconds": round(planned - started, 3),
+        "embed_seconds": round(embed_s, 3),
+        "fragments_per_second": round(fragments / embed_s, 2) if fragments and embed_s > 0 else None,
+        "reused_vectors": fragments == 0,
+        "load_average_at_start": load,
+    }
+
+
+def _semantic(space: Space) -> SemanticChannel:
+    if space.semantic is None:
+        raise RuntimeError(f"space {space.name} has no semantic channel (build it with vector_search=True)")
+    return space.semantic
+
+
+def _pending(channel: SemanticChannel) -> int:
+    return int(channel.index.progress.pending) if channel.index is not None else 0
+
+
+def load_embedder_from(model_dir: Path, settings: Settings) -> Embedder:
+    """The real ONNX embedder, with the batch size and threads the service would use."""
+    import notarium_search.semantic  # noqa: F401 - onnxruntime must be imported before usearch
+    from notarium_search.embedding import load_embedder
+
+    return load_embedder(
+        model_dir, settings.model, bulk_threads=settings.embed_threads, batch_size=settings.embed_batch_size
+    )
+
+
+def load_average() -> list[float]:
+    """1, 5 and 15-minute load averages: other work on the 2 cores skews the timings."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def compare(runs: dict[str, dict[str, Any]], collection: str) -> dict[str, Any]:
+    """Hybrid against the best single channel, and every run against the references."""
+    out: dict[str, Any] = {}
+    for metric in ("ndcg@10", "recall@100"):
+        best = max(("lexical", "semantic"), key=lambda mode: float(runs[mode][metric]))
+        out[metric] = {
+            "best_single": best,
+            "hybrid_minus_best_single": round(runs["hybrid"][metric] - runs[best][metric], 4),
+            "hybrid_at_least_best_single": runs["hybrid"][metric] >= runs[best][metric],
+        }
+    reference = REFERENCES.get(collection)
+    if reference is not None:
+        out["reference"] = {name: {"ndcg@10": n, "recall@100": r} for name, (n, r) in reference.items()}
+    return out
+
+
+def fusion_sweep(
+    lexical_runs: dict[str, list[str]], semantic_runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]
+) -> list[dict[str, Any]]:
+    """RRF of the two single-channel rankings (top 100 each, exactly what
+    Service.search fuses) for other k and channel weights than the defaults;
+    k=60 with equal weights reproduces the `hybrid` run. Bench-only: the
+    service's fusion is not changed."""
+    rows = []
+    for k in SWEEP_K:
+        for weight in SWEEP_LEXICAL_WEIGHTS:
+            ndcgs, recalls = [], []
+            for qid, lexical_ids in lexical_runs.items():
+                fused = rrf({"lexical": lexical_ids, "semantic": semantic_runs[qid]}, k, {"lexical": weight})
+                ranked = [entry.note_id for entry in fused[:RECALL_DEPTH]]
+                ndcgs.append(ndcg(ranked, qrels[qid]))
+                recalls.append(recall(ranked, qrels[qid]))
+            rows.append(
+                {
+                    "k": k,
+                    "lexical_weight": weight,
+                    "ndcg@10": round(statistics.fmean(ndcgs), 4),
+                    "recall@100": round(statistics.fmean(recalls), 4),
+                }
+            )
+    return rows
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("collection", type=Path)
     parser.add_argument("--language", default="fr", choices=["fr", "en"])
     parser.add_argument("--work", type=Path, help="keep notes and index here")
     parser.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE", help="override a ranking knob")
-    args = parser.parse_args()
-    configure_logging("warning")
+    parser.add_argument("--model", type=Path, metavar="DIR", help="embedding pack: also run semantic and hybrid")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument(
+        "--fusion-sweep",
+        action="store_true",
+        help="with --model: also score RRF of the two channels for other k and lexical weights",
+    )
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     ranking = replace(RankingConfig(), **{k: float(v) for k, v in (kv.split("=") for kv in args.ranking)})
-    with tempfile.TemporaryDirectory() as tmp:
-        work = args.work or Path(tmp)
-        service, seconds = build(args.collection, work, args.language, ranking)
+    name = args.collection.name
+    started_at = datetime.now(tz=UTC).isoformat(timespec="seconds")
+    load = load_average()
+    service, seconds = build(args.collection, work, args.language, ranking, vector_search=args.model is not None)
+    try:
         queries, qrels = load_judgments(args.collection)
-        result = evaluate(service, "eval", queries, qrels)
-        result["index_seconds"] = round(seconds, 2)
-        result["collection"] = args.collection.name
-        print(json.dumps(result))
+        if args.model is None:
+            result: dict[str, Any] = evaluate(service, SPACE, queries, qrels)
+            result["index_seconds"] = round(seconds, 2)
+            result["collection"] = name
+            return result
+        embedder = load_embedder_from(args.model, service.settings)
+        embedding = build_vectors(service, embedder)
+        rankers = {
+            "lexical": lexical_ranker(service, SPACE),
+            "semantic": semantic_ranker(service, SPACE, embedder),
+            "hybrid": hybrid_ranker(service, SPACE),
+        }
+        rankings: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}
+        runs = {mode: score(rankers[mode], queries, qrels, rankings[mode]) for mode in MODES}
+        sweep = fusion_sweep(rankings["lexical"], rankings["semantic"], qrels) if args.fusion_sweep else None
+        return {
+            "collection": name,
+            "language": args.language,
+            "model": args.model.name,
+            "documents": service.spaces[SPACE].status().notes,
+            "date": started_at,
+            "code": code_version(),
+            "load_average_at_start": load,
+            "index_seconds": round(seconds, 2),
+            "embedding": embedding,
+            "runs": runs,
+            "comparison": compare(runs, name),
+            **({"fusion_sweep": sweep} if sweep is not None else {}),
+        }
+    finally:
         service.stop()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    configure_logging("warning")
+    with tempfile.TemporaryDirectory() as tmp:
+        result = run(args, args.work or Path(tmp))
+    print(json.dumps(result))
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
 
 
 if __name__ == "__main__":
