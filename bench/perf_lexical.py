@@ -46,7 +46,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -606,8 +606,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def server_env(spaces_root: Path, index_dir: Path, port: int) -> dict[str, str]:
-    """The caller's environment without any notarium setting, plus ours."""
+def server_env(spaces_root: Path, index_dir: Path, port: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment without any notarium setting, plus ours (and `extra`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOTARIUM_")}
     env.pop("VECTOR_SEARCH", None)
     env.pop("GRAPH_BOOST", None)
@@ -618,6 +618,7 @@ def server_env(spaces_root: Path, index_dir: Path, port: int) -> dict[str, str]:
         NOTARIUM_PORT=str(port),
         NOTARIUM_LOG_LEVEL="warning",
     )
+    env.update(extra or {})
     return env
 
 
@@ -628,20 +629,33 @@ class Server:
     ready_seconds: float
 
 
+ReadyCheck = Callable[[int], bool]
+"""Port → whether the server is ready to be measured (raises BenchError when it never will be)."""
+
+
 @contextmanager
-def running_server(spaces_root: Path, index_dir: Path, log_path: Path) -> Iterator[Server]:
+def running_server(
+    spaces_root: Path,
+    index_dir: Path,
+    log_path: Path,
+    extra_env: Mapping[str, str] | None = None,
+    ready: ReadyCheck | None = None,
+    ready_timeout: float = SERVER_READY_TIMEOUT,
+) -> Iterator[Server]:
+    """A real `python -m notarium_search serve` on the index, once `ready`
+    (default: the lexical index of the space is ready); stopped on exit."""
     port = free_port()
     started = time.perf_counter()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "notarium_search", "serve"],
             cwd=PROJECT_ROOT,
-            env=server_env(spaces_root, index_dir, port),
+            env=server_env(spaces_root, index_dir, port, extra_env),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_ready(process, port, log_path)
+            wait_ready(process, port, log_path, ready, ready_timeout)
             yield Server(process, port, round(time.perf_counter() - started, 3))
         finally:
             process.terminate()
@@ -652,36 +666,56 @@ def running_server(spaces_root: Path, index_dir: Path, log_path: Path) -> Iterat
                 process.wait()
 
 
-def wait_ready(process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
-    """Until /healthz answers and /status shows the space ready."""
-    deadline = time.monotonic() + SERVER_READY_TIMEOUT
+def wait_ready(
+    process: subprocess.Popen[bytes],
+    port: int,
+    log_path: Path,
+    ready: ReadyCheck | None = None,
+    timeout: float = SERVER_READY_TIMEOUT,
+) -> None:
+    """Until `ready(port)` (default: /healthz answers and /status shows the space ready)."""
+    check = ready or _space_ready
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise BenchError(f"server exited with code {process.returncode}:\n{_tail(log_path)}")
-        if _space_ready(port):
+        if check(port):
             return
         time.sleep(POLL_SECONDS)
-    raise BenchError(f"server not ready after {SERVER_READY_TIMEOUT:.0f} s:\n{_tail(log_path)}")
+    raise BenchError(f"server not ready after {timeout:.0f} s:\n{_tail(log_path)}")
 
 
-def _space_ready(port: int) -> bool:
+def server_status(port: int) -> dict[str, Any] | None:
+    """The /status body, or None while the server does not answer yet."""
     client = Client(port)
     try:
         if client.get("/healthz")[0] != http.client.OK:
-            return False
+            return None
         status, body = client.get("/status")
     finally:
         client.close()
     if status != http.client.OK:
-        return False
-    state = json.loads(body)
+        return None
+    state: dict[str, Any] = json.loads(body)
+    return state
+
+
+def bench_space(state: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark space's entry of a /status body; BenchError when its lexical index failed."""
     spaces = {s["space"]: s for s in state["spaces"]}
     if SPACE not in spaces:
         raise BenchError(f"the server does not serve space {SPACE!r}: {sorted(spaces)}")
-    lexical = spaces[SPACE]["lexical"]
-    if lexical["state"] == "failed":
-        raise BenchError(f"the server failed to open the index: {lexical['error']}")
-    return state["message"] is None and lexical["state"] == "ready"
+    space: dict[str, Any] = spaces[SPACE]
+    if space["lexical"]["state"] == "failed":
+        raise BenchError(f"the server failed to open the index: {space['lexical']['error']}")
+    return space
+
+
+def _space_ready(port: int) -> bool:
+    state = server_status(port)
+    if state is None:
+        return False
+    return state["message"] is None and bench_space(state)["lexical"]["state"] == "ready"
 
 
 def _tail(path: Path) -> str:
@@ -777,7 +811,27 @@ def machine_info() -> dict[str, Any]:
         "date": datetime.now(tz=UTC).isoformat(timespec="seconds"),
         # Other work on the machine skews every figure: compare this with `cpus`.
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "code": code_version(),
     }
+
+
+def code_version() -> dict[str, Any] | None:
+    """The commit measured, and whether the package had uncommitted changes
+    (figures of a dirty tree cannot be tied to a commit); None outside git."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "notarium_search"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {"commit": commit, "package_uncommitted_changes": bool(dirty)}
 
 
 def _cpu_model() -> str | None:
