@@ -7,12 +7,17 @@ The packs live beside the repository (`../shared/models`, or
 
 from __future__ import annotations
 
+import io
+import json
 import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +305,35 @@ def test_download_from_an_unreachable_hub_fails_fast_and_leaves_nothing(tmp_path
     assert time.monotonic() - started < 5
     assert not target.exists()
     assert list(target.parent.iterdir()) == []  # no staging directory left behind
+
+
+def test_download_from_a_faked_hub_writes_a_loadable_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm: OnnxEmbedder
+) -> None:
+    # No network: urlopen answers from the shared MiniLM pack, laid out like
+    # a sentence-transformers repository with an onnx/ export.
+    source = pack(MINILM)
+    repository = {
+        "onnx/model.onnx": (source / "model.onnx").read_bytes(),
+        "tokenizer.json": (source / "tokenizer.json").read_bytes(),
+        "config.json": json.dumps({"hidden_size": 384, "max_position_embeddings": 512}).encode(),
+        "1_Pooling/config.json": json.dumps({"pooling_mode_mean_tokens": True}).encode(),
+        "sentence_bert_config.json": json.dumps({"max_seq_length": 256}).encode(),
+    }
+
+    def urlopen(request: urllib.request.Request, timeout: float) -> io.BytesIO:
+        path = request.full_url.split("/resolve/main/", 1)[1]
+        if path not in repository:
+            raise urllib.error.HTTPError(request.full_url, 404, "Not Found", Message(), None)
+        return io.BytesIO(repository[path])
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    target = download_model("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "minilm")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["minilm"]  # staging renamed away
+    assert sorted(path.name for path in target.iterdir()) == ["model.json", "model.onnx", "tokenizer.json"]
+    downloaded = load_embedder(target)
+    assert downloaded.config == ModelConfig("sentence-transformers/all-MiniLM-L6-v2", 384, 256, "mean", True, "", "")
+    assert downloaded.fingerprint == minilm.fingerprint
 
 
 @pytest.mark.parametrize(
