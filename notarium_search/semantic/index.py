@@ -161,7 +161,8 @@ class SemanticIndex:
                     self.notes[note.id] = kept
                 else:
                     self.notes.pop(note.id, None)
-                self._keys = self._key_map() if gone else self._keys
+                for key in gone:  # not a full rebuild of the map: a 500-file burst would pay it 500 times
+                    self._keys.pop(key, None)
             for stale in [fid for fid, f in self._pending.items() if f.note_id == note.id and fid not in wanted]:
                 del self._pending[stale]
             kept_ids = {r.id for r in kept}
