@@ -46,7 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 import notarium_search.semantic  # noqa: F401 - onnxruntime must be imported before usearch
 from bench.perf_lexical import (
+    DEFAULT_NOTES,
     FULL,
+    HTTP_WARMUP,
     MIB,
     PROJECT_ROOT,
     QUICK,
@@ -84,7 +86,6 @@ if TYPE_CHECKING:
     from notarium_search.embedding import Embedder
     from notarium_search.semantic.space_channel import SemanticChannel
 
-DEFAULT_NOTES = 10_000
 DEFAULT_MODEL_DIR = PROJECT_ROOT.parent / "shared" / "models" / "multilingual-e5-small-int8"
 PROGRESS_SECONDS = 30.0  # a progress line on stderr this often: a 10,000-note build embeds for many minutes
 # A restarted server loads the model (~2 s), opens the vectors, then re-plans
@@ -92,7 +93,6 @@ PROGRESS_SECONDS = 30.0  # a progress line on stderr this often: a 10,000-note b
 # machine that can take minutes. A server that starts re-embedding fails the
 # run at once instead (see semantic_ready).
 SEMANTIC_READY_TIMEOUT = 900.0
-HTTP_WARMUP = 20  # as perf_lexical: the first requests pay for lazy imports and caches
 
 # Issue targets for the semantic tier (multilingual model, 10,000 notes).
 TARGET_HYBRID_HTTP_P50_MS = 40.0
@@ -327,6 +327,7 @@ def measure_http(work: Path, model_dir: Path, queries: list[BenchQuery], plan: P
         after_ready = {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
         load_queries = load_average()
         single = measure_http_single(server.port, paths)
+        after_single = {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
         concurrent = measure_http_concurrent(server.port, paths, plan.concurrent_seconds)
         memory = {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
         final = server_status(server.port)
@@ -340,6 +341,7 @@ def measure_http(work: Path, model_dir: Path, queries: list[BenchQuery], plan: P
         "single": single,
         "concurrent": concurrent,
         "server_memory_after_ready": after_ready,
+        "server_memory_after_single_client": after_single,
         "server_memory": memory,
     }
 
