@@ -35,7 +35,7 @@ except ImportError:  # lexical-only install: load_embedder reports it
 
 if TYPE_CHECKING:
     import numpy.typing as npt
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
     Vectors = npt.NDArray[np.float32]
     Ids = npt.NDArray[np.int64]
@@ -51,10 +51,17 @@ INSTALL_HINT = "pip install 'notarium-search[semantic]'"
 # most a download writes: bge-m3 accepts 8,192, but attention cost grows with
 # the square of the length and notes are embedded passage by passage.
 DEFAULT_MAX_TOKENS = 512
-# Batch 64 cost 1.6 GB RSS for no throughput gain (shared/models/README.md).
-# On 1,000-character passages batch 16 is 13 % faster than batch 1 with e5
-# (21.9 vs 19.0 passages/s) for 260 MiB more peak RSS (docs/models.md).
+# The most texts run together. Throughput per text hardly depends on the batch
+# (e5-small, 2 cores: 9 → 7 ms per 64-token text from batch 1 to 16, 33 ms per
+# 256-token text at batch 1, 2 or 4); memory does (docs/models.md).
 DEFAULT_BATCH_SIZE = 16
+# A run's memory grows with batch × length² (the attention matrices), and
+# onnxruntime's arena keeps its peak: e5-small grew +490 MiB for 16 texts of 512
+# tokens, +56 MiB for 8 of 256, +18 MiB for 16 of 128. Batches are cut so that
+# batch × longest² stays within one text of max_tokens, which the load-time
+# check has already sized the arena for (fragments are sorted by length first,
+# so batch-mates are of similar length and little is padding).
+ATTENTION_BUDGET_TEXTS = 1
 # No vocabulary token of the supported tokenizers is longer than 18
 # characters (words are separated by at least one more), so cutting a text at
 # 32 characters per allowed token before tokenising never changes the kept
@@ -308,25 +315,21 @@ def _open_tokenizer(path: Path, max_tokens: int) -> Tokenizer:
     # tokenizers raises a bare Exception for any parse error.
     except Exception as exc:
         raise EmbedderUnavailable(f"cannot parse {path}: {_first_line(exc)}") from exc
-    pad_id, pad_token = _pad_token(tokenizer)
     tokenizer.enable_truncation(max_length=max_tokens)
-    # Pad to the longest text of each batch: the stored settings of some packs
-    # pad every text to a fixed 128 tokens, wasting work on short ones.
-    tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
+    # Batches are padded by OnnxEmbedder to their longest text: the stored
+    # settings of some packs pad every text to a fixed 128 tokens.
+    tokenizer.no_padding()
     return tokenizer
 
 
-def _pad_token(tokenizer: Tokenizer) -> tuple[int, str]:
-    stored = tokenizer.padding
-    if stored is not None:
-        return int(stored["pad_id"]), str(stored["pad_token"])
+def _pad_token(tokenizer: Tokenizer) -> int:
     for token in PAD_TOKENS:
         token_id = tokenizer.token_to_id(token)
         if token_id is not None:
-            return token_id, token
+            return token_id
     # Padded positions are masked out of attention and pooling, so any id
     # gives the same vectors; 0 exists in every vocabulary.
-    return 0, tokenizer.id_to_token(0) or ""
+    return 0
 
 
 def _fingerprint(model_path: Path, tokenizer_path: Path, config: ModelConfig) -> str:
@@ -374,6 +377,7 @@ class OnnxEmbedder:
         """Texts embedded through embed_passages since load (tests count work)."""
         self._session = session
         self._tokenizer = tokenizer
+        self._pad_id = _pad_token(tokenizer)
         self._inputs = _graph_inputs(session)
         self.input_names = tuple(self._inputs)
         """The graph's declared inputs, all of which are fed."""
@@ -385,15 +389,23 @@ class OnnxEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed_passages takes a sequence of texts, not one string")
         vectors = np.empty((len(texts), self.config.dim), dtype=np.float32)
-        # Longest first, so that each batch pads little and the largest
-        # buffers are allocated by the first run rather than late in a build.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            vectors[rows] = self._embed([self.config.passage_prefix + texts[i] for i in rows])
+        encodings = self._encode([self.config.passage_prefix + text for text in texts])
+        # Longest first, so that batch-mates pad little and the largest buffers
+        # are allocated by the first run rather than late in a build.
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids), reverse=True)
+        start = 0
+        while start < len(order):
+            size = self._batch_for(len(encodings[order[start]].ids))
+            rows = order[start : start + size]
+            vectors[rows] = self._run([encodings[i] for i in rows])
+            start += size
         with self._count_lock:
             self.passages_embedded += len(texts)
         return vectors
+
+    def _batch_for(self, longest: int) -> int:
+        budget = ATTENTION_BUDGET_TEXTS * self.config.max_tokens**2
+        return max(1, min(self.batch_size, budget // max(longest, 1) ** 2))
 
     def embed_query(self, text: str) -> Vectors:
         vector: Vectors = self._embed([self.config.query_prefix + text])[0]
@@ -420,9 +432,19 @@ class OnnxEmbedder:
             ) from exc
 
     def _embed(self, texts: list[str]) -> Vectors:
-        encodings = self._tokenizer.encode_batch([text[: self._max_chars] for text in texts])
-        ids: Ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask: Ids = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        return self._run(self._encode(texts))
+
+    def _encode(self, texts: list[str]) -> list[Encoding]:
+        return self._tokenizer.encode_batch([text[: self._max_chars] for text in texts])
+
+    def _run(self, encodings: Sequence[Encoding]) -> Vectors:
+        """One session run over encodings padded to the longest of them."""
+        lengths = [len(e.ids) for e in encodings]
+        ids: Ids = np.full((len(encodings), max(lengths)), self._pad_id, dtype=np.int64)
+        mask: Ids = np.zeros_like(ids)
+        for row, (encoding, length) in enumerate(zip(encodings, lengths, strict=True)):
+            ids[row, :length] = encoding.ids
+            mask[row, :length] = 1
         feeds = {name: make(ids, mask) for name, make in self._inputs.items()}
         hidden = self._session.run([self._output], feeds)[0]
         pooled = _mean_pool(hidden, mask) if self.config.pooling == "mean" else hidden[:, 0, :]

@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,29 @@ def test_batch_equals_one_by_one_in_the_original_order(minilm: OnnxEmbedder, mon
     singles = np.vstack([minilm.embed_passages([text]) for text in TEXTS])
     np.testing.assert_allclose(batched, singles, atol=1e-4)
     assert (np.argmax(batched @ singles.T, axis=1) == np.arange(len(TEXTS))).all()
+
+
+def test_batches_are_cut_by_attention_size_not_only_by_count(
+    minilm: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run's memory grows with batch x length^2: long texts go alone, short
+    # ones together, so one long note cannot blow the arena up 16-fold.
+    shapes: list[tuple[int, int]] = []
+    run = minilm._run
+
+    def spy(encodings: Sequence[Any]) -> Any:
+        shapes.append((len(encodings), max(len(e.ids) for e in encodings)))
+        return run(encodings)
+
+    monkeypatch.setattr(minilm, "_run", spy)
+    texts = ["word " * 600] * 3 + ["word " * 150] * 6 + ["a short passage about rivers"] * 20
+    vectors = minilm.embed_passages(texts)
+    budget = minilm.config.max_tokens**2
+    assert sum(count for count, _ in shapes) == len(texts)
+    assert all(count * width**2 <= budget for count, width in shapes if count > 1)
+    assert shapes[:3] == [(1, minilm.config.max_tokens)] * 3  # longest first, one at a time
+    assert max(count for count, _ in shapes) == minilm.batch_size  # short texts still batch
+    np.testing.assert_allclose(vectors[-1], minilm.embed_passages(texts[-1:])[0], atol=1e-4)
 
 
 def test_e5_batches_agree_with_single_texts_up_to_dynamic_quantisation(e5: OnnxEmbedder) -> None:
