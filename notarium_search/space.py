@@ -77,9 +77,7 @@ class Space:
         if settings.vector_search and not read_only:
             from notarium_search.semantic.space_channel import SemanticChannel
 
-            self.semantic = SemanticChannel(
-                self.name, self.directory / "vectors", self.lexical, settings.embed_batch_size
-            )
+            self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
         self._jobs: queue.Queue[Callable[[], object] | None] = queue.Queue()
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None

@@ -78,10 +78,14 @@ def test_fingerprint_change_rebuilds_every_vector(vault: Vault):
     first = HashEmbedder()
     build_semantic(service, first)
     service.stop()
+    vectors_dir = vault.index_dir / "notes" / "vectors"
+    saved = {path.name: path.stat().st_mtime_ns for path in vectors_dir.iterdir()}
     service = vault.service(vector_search=True)
     same = HashEmbedder()
     build_semantic(service, same)
     assert same.passages_embedded == 0  # same model: the saved vectors are reused
+    # ... and, nothing having changed, not written again either.
+    assert {path.name: path.stat().st_mtime_ns for path in vectors_dir.iterdir()} == saved
     service.stop()
     service = vault.service(vector_search=True)
     other_model = HashEmbedder(salt="v2")

@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,7 +74,11 @@ class SemanticIndex:
         self.embedder = embedder
         self.fingerprint = f"{embedder.fingerprint}-{CHUNKING_FINGERPRINT}"
         self._lock = threading.Lock()
-        self._pending: dict[str, Fragment] = {}  # fragment id → fragment to embed
+        # note id → {fragment id → fragment to embed}: planning one note must not
+        # scan every pending fragment of the space (that made a 10k-note plan quadratic).
+        self._pending: dict[str, dict[str, Fragment]] = {}
+        self._pending_count = 0
+        self._dirty = False  # changes not yet checkpointed
         self._since_compaction = 0
         self._since_checkpoint = 0
         self.progress = SemanticProgress()
@@ -96,6 +100,7 @@ class SemanticIndex:
         self.notes: dict[str, list[Record]] = {}
         self._keys: dict[int, tuple[str, Record]] = {}
         self.store = VectorStore(self.embedder.config.dim)
+        self._dirty = True  # until a manifest matching this fingerprint is read
         try:
             manifest = msgspec.json.decode(self._manifest_path.read_bytes(), type=_Manifest)
         except FileNotFoundError:
@@ -116,6 +121,7 @@ class SemanticIndex:
             return
         self.store, self.generation, self.notes = store, manifest.generation, manifest.notes
         self._keys = self._key_map()
+        self._dirty = False
 
     def _reset(self, reason: str | None) -> None:
         if reason:
@@ -129,7 +135,10 @@ class SemanticIndex:
         return {r.key: (note_id, r) for note_id, records in self.notes.items() for r in records}
 
     def checkpoint(self) -> None:
-        """Persist the vectors and the manifest that names them (see module doc)."""
+        """Persist the vectors and the manifest that names them (see module doc).
+        Nothing is written when nothing changed since the last checkpoint."""
+        if not self._dirty:
+            return
         with self._lock:
             if self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction():
                 self.store.compact()
@@ -140,6 +149,7 @@ class SemanticIndex:
         write_atomic(self._manifest_path, msgspec.json.encode(manifest))
         self._vector_path(self.generation).unlink(missing_ok=True)
         self.generation = generation
+        self._dirty = False
         self._since_compaction += 1
         self._since_checkpoint = 0
         self.progress.last_checkpoint = time.monotonic()
@@ -155,27 +165,27 @@ class SemanticIndex:
             wanted = {f.id: f for f in chunk_note(note)}
             kept = [r for r in self.notes.get(note.id, []) if r.id in wanted]
             gone = [r.key for r in self.notes.get(note.id, []) if r.id not in wanted]
-            with self._lock:
-                self.store.remove(gone)
-                if kept:
-                    self.notes[note.id] = kept
-                else:
-                    self.notes.pop(note.id, None)
-                for key in gone:  # not a full rebuild of the map: a 500-file burst would pay it 500 times
-                    self._keys.pop(key, None)
-            for stale in [fid for fid, f in self._pending.items() if f.note_id == note.id and fid not in wanted]:
-                del self._pending[stale]
+            if gone:
+                with self._lock:
+                    self.store.remove(gone)
+                    if kept:
+                        self.notes[note.id] = kept
+                    else:
+                        self.notes.pop(note.id, None)
+                    for key in gone:  # not a full rebuild of the map: a 500-file burst would pay it 500 times
+                        self._keys.pop(key, None)
+                self._dirty = True
             kept_ids = {r.id for r in kept}
-            self._pending.update({fid: f for fid, f in wanted.items() if fid not in kept_ids})
-        self.progress.pending = len(self._pending)
+            self._set_pending(note.id, {fid: f for fid, f in wanted.items() if fid not in kept_ids})
+        self.progress.pending = self._pending_count
 
     def forget_missing(self, present: set[str]) -> None:
         """Drop notes the lexical index no longer has (a full pass)."""
         for note_id in [n for n in self.notes if n not in present]:
             self._drop_note(note_id)
-        for fid in [fid for fid, f in self._pending.items() if f.note_id not in present]:
-            del self._pending[fid]
-        self.progress.pending = len(self._pending)
+        for note_id in [n for n in self._pending if n not in present]:
+            self._set_pending(note_id, {})
+        self.progress.pending = self._pending_count
 
     def _drop_note(self, note_id: str) -> None:
         with self._lock:
@@ -183,29 +193,40 @@ class SemanticIndex:
             self.store.remove([r.key for r in records])
             for r in records:
                 self._keys.pop(r.key, None)
-        for fid in [fid for fid, f in self._pending.items() if f.note_id == note_id]:
-            del self._pending[fid]
+        self._dirty = self._dirty or bool(records)
+        self._set_pending(note_id, {})
+
+    def _set_pending(self, note_id: str, fragments: dict[str, Fragment]) -> None:
+        self._pending_count -= len(self._pending.pop(note_id, {}))
+        if fragments:
+            self._pending[note_id] = fragments
+            self._pending_count += len(fragments)
 
     @property
     def has_pending(self) -> bool:
-        return bool(self._pending)
+        return self._pending_count > 0
 
-    def embed_pending(self, budget: int, batch_size: int) -> int:
+    def embed_pending(self, budget: int) -> int:
         """Embed up to `budget` pending fragments; checkpoint when due. Returns
-        how many were embedded (the writer interleaves other work between calls)."""
-        done = 0
-        while self._pending and done < budget:
-            batch = list(itertools.islice(self._pending.values(), batch_size))
+        how many were embedded (the writer interleaves other work between calls).
+
+        The fragments go to the embedder in one call, so that it can group them
+        by length (a batch pads to its longest member)."""
+        batch = list(itertools.islice(self._pending_fragments(), budget))
+        if batch:
             vectors = self.embedder.embed_passages([f.embed_text for f in batch])
             self._add(batch, vectors)
-            done += len(batch)
             self.progress.embedded += len(batch)
             self._since_checkpoint += len(batch)
-        self.progress.pending = len(self._pending)
+        self.progress.pending = self._pending_count
         due = time.monotonic() - self.progress.last_checkpoint > CHECKPOINT_SECONDS
-        if done and (not self._pending or due or self._since_checkpoint >= CHECKPOINT_FRAGMENTS):
+        if batch and (not self._pending_count or due or self._since_checkpoint >= CHECKPOINT_FRAGMENTS):
             self.checkpoint()
-        return done
+        return len(batch)
+
+    def _pending_fragments(self) -> Iterator[Fragment]:
+        for fragments in self._pending.values():
+            yield from fragments.values()
 
     def _add(self, batch: Sequence[Fragment], vectors: np.ndarray) -> None:
         keys = np.array([f.key for f in batch], dtype=np.uint64)
@@ -216,8 +237,13 @@ class SemanticIndex:
                 record = Record(fragment.id, fragment.key, fragment.start, fragment.end, text_digest(fragment.text))
                 self.notes.setdefault(fragment.note_id, []).append(record)
                 self._keys[fragment.key] = (fragment.note_id, record)
+        self._dirty = True
         for fragment in batch:
-            self._pending.pop(fragment.id, None)
+            fragments = self._pending.get(fragment.note_id, {})
+            if fragments.pop(fragment.id, None) is not None:
+                self._pending_count -= 1
+            if not fragments:
+                self._pending.pop(fragment.note_id, None)
 
     # -- readers -----------------------------------------------------------
 

@@ -28,11 +28,10 @@ log = structlog.get_logger(__name__)
 
 
 class SemanticChannel:
-    def __init__(self, space: str, directory: Path, lexical_index: LexicalIndex, batch_size: int) -> None:
+    def __init__(self, space: str, directory: Path, lexical_index: LexicalIndex) -> None:
         self.space = space
         self.directory = directory
         self.lexical = lexical_index
-        self.batch_size = batch_size
         self.index: SemanticIndex | None = None
         self.unavailable: str | None = None
         self._build_started = time.monotonic()
@@ -69,7 +68,7 @@ class SemanticChannel:
 
     def work_slice(self) -> None:
         assert self.index is not None
-        if self.index.embed_pending(SLICE_FRAGMENTS, self.batch_size) and not self.index.has_pending:
+        if self.index.embed_pending(SLICE_FRAGMENTS) and not self.index.has_pending:
             log.info("semantic_ready", space=self.space, vectors=self.index.size())
 
     # -- readers -----------------------------------------------------------
