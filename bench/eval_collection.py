@@ -320,6 +320,25 @@ def fusion_sweep(
     return rows
 
 
+def dump_channels(
+    service: Service, embedder: Embedder, queries: dict[str, str], space: str = SPACE
+) -> dict[str, dict[str, Any]]:
+    """Each query's channel rankings with their own scores and the exact-phrase
+    flags, as fusion sees them: for tuning fusion offline (--dump)."""
+    index, ranking = service.spaces[space].lexical, service.settings.ranking
+    channel = _semantic(service.spaces[space])
+    out = {}
+    for qid, text in queries.items():
+        found = lexical.search(index, text, FeedFilter(), RECALL_DEPTH, ranking, with_snippets=False, phrase_depth=20)
+        near = channel.search(embedder.embed_query(text), text, FeedFilter(), RECALL_DEPTH)
+        out[qid] = {
+            "lexical": [[hit.note.id, hit.score] for hit in found.hits],
+            "semantic": [[hit.note.id, hit.score] for hit in near.hits],
+            "exact": [hit.note.id for hit in found.hits if hit.exact],
+        }
+    return out
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("collection", type=Path)
@@ -328,6 +347,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE", help="override a ranking knob")
     parser.add_argument("--model", type=Path, metavar="DIR", help="embedding pack: also run semantic and hybrid")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument("--dump", type=Path, help="with --model: write each query's channel rankings here")
     parser.add_argument(
         "--fusion-sweep",
         action="store_true",
@@ -359,6 +379,9 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         rankings: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}
         runs = {mode: score(rankers[mode], queries, qrels, rankings[mode]) for mode in MODES}
         sweep = fusion_sweep(rankings["lexical"], rankings["semantic"], qrels) if args.fusion_sweep else None
+        if args.dump is not None:
+            dumped = {"qrels": qrels, "queries": dump_channels(service, embedder, queries)}
+            args.dump.write_text(json.dumps(dumped), encoding="utf-8")
         return {
             "collection": name,
             "language": args.language,

@@ -14,10 +14,12 @@ vectors to be rebuilt: never mix fragments cut two ways.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 
 from notarium_search.models import Fragment, ParsedNote
+from notarium_search.settings import CHUNKING_MODES
 
 TARGET_CHARS = 1000  # ~250 tokens: well inside every model's window, one idea or two
 OVERLAP_CHARS = 200  # carried from the end of a fragment into the next
@@ -25,6 +27,9 @@ LONG_PARAGRAPH_CHARS = 1500  # a paragraph longer than this is split at sentence
 MIN_FRAGMENT_CHARS = 10  # shorter pieces ("Voir aussi", "---") carry no meaning
 SECTION_BREAK_CHARS = 200  # a heading closes the current fragment once it holds this much
 HEADING_SEPARATOR = " > "
+PARAGRAPH, SECTION = CHUNKING_MODES
+
+SECTION_LEVEL = 2  # "section" mode cuts at headings of this level or above (#, ##)
 CHUNKING_VERSION = 1
 CHUNKING_FINGERPRINT = (
     f"chunk-v{CHUNKING_VERSION}-t{TARGET_CHARS}-o{OVERLAP_CHARS}-p{LONG_PARAGRAPH_CHARS}"
@@ -43,12 +48,18 @@ class _Span:
 
 
 def chunk_note(note: ParsedNote) -> tuple[Fragment, ...]:
-    """The note's fragments in text order, without duplicates."""
+    """The note's fragments in text order, without duplicates. `note.chunking`
+    is "paragraph" (packed paragraphs, the default) or "section" (one fragment
+    per `##` section: long documents such as books, where a section is the
+    unit a reader looks for; the model reads its first max_tokens)."""
     text = note.text
-    spans = [piece for span in _paragraphs(text, note.code_blocks) for piece in _split_long(text, span)]
-    headings = {at for at, _, _ in note.sections}
+    if note.chunking == SECTION:
+        windows = _sections(note)
+    else:
+        spans = [piece for span in _paragraphs(text, note.code_blocks) for piece in _split_long(text, span)]
+        windows = _pack(text, spans, {at for at, _, _ in note.sections})
     fragments: dict[str, Fragment] = {}
-    for start, end in _pack(text, spans, headings):
+    for start, end in windows:
         body = text[start:end].strip()
         if len(body) < MIN_FRAGMENT_CHARS:
             continue
@@ -58,6 +69,14 @@ def chunk_note(note: ParsedNote) -> tuple[Fragment, ...]:
             fragment_id, Fragment(fragment_id, key_of(fragment_id), note.id, start, end, body, embed_text)
         )
     return tuple(fragments.values())
+
+
+def _sections(note: ParsedNote) -> list[tuple[int, int]]:
+    """[start, end) of the text before the first `#`/`##` heading, then of each
+    such section (deeper headings stay inside their section)."""
+    cuts = [at for at, level, _ in note.sections if level <= SECTION_LEVEL and at > 0]
+    bounds = [0, *dict.fromkeys(cuts), len(note.text)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def fragment_digest(note_id: str, embed_text: str) -> str:

@@ -31,7 +31,7 @@ class Fused:
 
 def rrf(
     rankings: Mapping[str, Sequence[str]],
-    k: int = RRF_K,
+    k: float = RRF_K,
     weights: Mapping[str, float] | None = None,
 ) -> list[Fused]:
     """Channel → note ids best first → one fused list, best first. Ties go to

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 import structlog
 
+from notarium_search.collection import CollectionRules
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.manifest import Entry, Manifest
@@ -25,7 +26,7 @@ from notarium_search.parse import NotANote, decode_note, parse_note
 from notarium_search.scan import scan_space
 from notarium_search.settings import Settings, SpaceConfig
 
-PARSER_VERSION = 4  # bump when parse/markdown output changes: forces a rebuild
+PARSER_VERSION = 5  # bump when parse/markdown output changes: forces a rebuild
 # Intermediate commits make a build searchable early, but each one leaves a
 # Tantivy segment, and segments slow every query (tantivy-py cannot force a
 # merge). The first commit comes quickly; the interval then doubles.
@@ -39,6 +40,7 @@ def index_fingerprint(space: SpaceConfig, settings: Settings) -> str:
     """Everything that changes what a file becomes in the index."""
     return (
         f"{lexical_fingerprint(space.language)}-parser{PARSER_VERSION}-max{settings.max_file_bytes}-{settings.oversize}"
+        f"-collections-{CollectionRules(space.collections).fingerprint}"
     )
 
 
@@ -58,6 +60,7 @@ class SpaceIndexer:
         self.manifest = manifest
         self.progress = IndexProgress()
         self.skipped_total = len(manifest.skipped())
+        self.collections = CollectionRules(space.collections)
 
     def reconcile(
         self,
@@ -185,6 +188,9 @@ class SpaceIndexer:
             log.warning("note_truncated", space=self.space.name, path=source.rel_path, size=source.size, kept=limit)
         mtime = datetime.fromtimestamp(source.mtime_ns / 1e9, tz=UTC)
         note = parse_note(text, source.rel_path, mtime)
+        collections = self.collections.member_of(source.rel_path)
+        if collections:
+            note = replace(note, collections=collections, chunking=self.collections.chunking_for(collections))
         for warning in note.warnings:
             log.warning("note_warning", space=self.space.name, path=source.rel_path, warning=warning)
         owner = owners.get(note.id)

@@ -7,9 +7,11 @@ is visible in one place.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,9 @@ class ParsedNote:
     warnings: tuple[str, ...] = ()
     sections: tuple[tuple[int, int, str], ...] = ()  # (offset in text, level, heading), in order
     code_blocks: tuple[tuple[int, int], ...] = ()  # [start, end) of fenced code blocks in text
+    frontmatter: Mapping[str, Any] = field(default_factory=dict)  # JSON-safe, bounded (parse.clean_frontmatter)
+    collections: tuple[str, ...] = ()  # set by the indexer from the space's collections
+    chunking: str = "paragraph"  # fragment mode of the note's collection (chunking.CHUNKING_MODES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +92,8 @@ class ChannelHit:
     note: NoteSummary
     score: float
     snippets: tuple[Snippet, ...]
+    exact: bool = False  # lexical: the title or text holds the whole query
+    reason: str | None = None  # graph: why the note was brought in ("linked from: …")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +106,22 @@ class ChannelResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelTrace:
+    """One channel's part in a fused score."""
+
+    rank: int  # 1-based rank of the note in the channel
+    score: float  # the channel's own score (BM25, cosine similarity, graph weight)
+    contribution: float  # what it adds to the fused score: weight / (k + rank)
+
+
+@dataclass(frozen=True, slots=True)
 class SearchHit:
     note: NoteSummary
     score: float
     snippets: tuple[Snippet, ...]
     channels: dict[str, int]  # channel name -> 1-based rank in that channel
+    trace: dict[str, ChannelTrace] = field(default_factory=dict)  # contributions sum to score
+    reason: str | None = None  # graph channel: "linked from: …"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +137,57 @@ class SearchResponse:
 
 @dataclass(frozen=True, slots=True)
 class FeedFilter:
-    """Filters shared by search and feed; all optional."""
+    """Filters shared by search, feed, related and metadata queries; all optional."""
 
     folder: str | None = None
     tags: tuple[str, ...] = ()
-    since: datetime | None = None
-    until: datetime | None = None
+    since: datetime | None = None  # updated at or after
+    until: datetime | None = None  # updated at or before
+    tags_any: bool = False  # any of `tags` (default: all of them)
+    created_since: datetime | None = None
+    fields: tuple[tuple[str, str | None], ...] = ()  # frontmatter (field, value); None: has the field
+    activated: bool | None = None  # has (True) / lacks (False) one of `activation_fields`
+    activation_fields: tuple[str, ...] = ()
+    collections: tuple[str, ...] = ()  # in any of these collections
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            (self.folder or "").strip("/")
+            or self.tags
+            or self.since
+            or self.until
+            or self.created_since
+            or self.fields
+            or self.activated is not None
+            or self.collections
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """One recorded use of a note (activation.py)."""
+
+    where: str
+    date: datetime  # the entry's date, else the note's last update
+    dated: bool  # whether the date was written in the entry
+
+
+@dataclass(frozen=True, slots=True)
+class NoteRecord:
+    """A note's metadata as structured queries return it."""
+
+    note: NoteSummary
+    frontmatter: Mapping[str, Any]
+    collections: tuple[str, ...]
+    activations: tuple[Activation, ...]  # newest first
+
+
+@dataclass(frozen=True, slots=True)
+class NotesPage:
+    items: tuple[NoteRecord, ...]
+    next_cursor: str | None
+    partial: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +260,7 @@ class SpaceStatus:
     semantic: ChannelStatus
     graph: ChannelStatus
     message: str | None
+    collections: dict[str, int] = field(default_factory=dict)  # notes per collection
 
 
 @dataclass(frozen=True, slots=True)

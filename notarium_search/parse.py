@@ -13,6 +13,7 @@ import codecs
 import math
 import posixpath
 import re
+import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
@@ -37,6 +38,12 @@ _COMPACT_FORMATS = {8: "%Y%m%d", 12: "%Y%m%d%H%M", 14: "%Y%m%d%H%M%S"}
 MAX_TITLE_CHARS = 1000
 MAX_INT_BITS = 256  # bigger frontmatter ints are noise (and str() refuses past ~4,300 digits)
 MAX_EPOCH_MS = 1e13  # beyond year 2286 in milliseconds: not a timestamp
+# Bounds of the frontmatter kept with a note (clean_frontmatter): values counted
+# over the whole tree; beyond them frontmatter is data dumped in a note.
+MAX_META_ITEMS = 500
+MAX_META_DEPTH = 4
+MAX_META_KEY_CHARS = 100
+MAX_META_VALUE_CHARS = 500
 _TAG_SPLIT_RE = re.compile(r"[,\s]+")
 _CREATED_KEYS = ("created", "date_created", "creation_date", "date")
 _UPDATED_KEYS = ("updated", "modified", "last_modified", "date_modified", "date")
@@ -106,7 +113,58 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
         warnings=tuple(warnings),
         sections=parts.sections,
         code_blocks=parts.code_blocks,
+        frontmatter=clean_frontmatter(meta),
     )
+
+
+def clean_frontmatter(meta: dict[str, Any]) -> dict[str, Any]:
+    """The frontmatter as JSON-safe data (str, int, float, bool, None, lists,
+    mappings with text keys), bounded, because it is user input stored with
+    the note: structured queries and activations read it."""
+    budget = [MAX_META_ITEMS]
+    cleaned = _clean(meta, 0, budget)
+    return cleaned if isinstance(cleaned, dict) else {}
+
+
+def _clean(value: Any, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_META_DEPTH:
+        return None
+    if isinstance(value, dict):
+        return {
+            unicodedata.normalize("NFC", str(k).strip().lower())[:MAX_META_KEY_CHARS]: _clean(v, depth + 1, budget)
+            for k, v in list(value.items())[:MAX_META_ITEMS]
+        }
+    if isinstance(value, list | tuple | set):
+        return [_clean(v, depth + 1, budget) for v in list(value)[:MAX_META_ITEMS]]
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, int):
+        return value if value.bit_length() <= MAX_INT_BITS // 4 else None
+    text = _scalar_text(value)
+    return text[:MAX_META_VALUE_CHARS] if text else None
+
+
+def flatten_meta(frontmatter: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Cleaned frontmatter as (field, value) text pairs for structured queries:
+    lists give one pair per item, nested mappings dotted fields (`source.url`),
+    booleans "true"/"false", dates their text as written."""
+    pairs: list[tuple[str, str]] = []
+    _flatten_into(pairs, "", frontmatter)
+    return tuple(dict.fromkeys(pairs))
+
+
+def _flatten_into(pairs: list[tuple[str, str]], key: str, value: Any) -> None:
+    if isinstance(value, dict):
+        for sub, item in value.items():
+            _flatten_into(pairs, f"{key}.{sub}" if key else sub, item)
+    elif isinstance(value, list):
+        for item in value:
+            _flatten_into(pairs, key, item)
+    elif key and value is not None:
+        pairs.append((key, ("true" if value else "false") if isinstance(value, bool) else str(value)))
 
 
 def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], str]:

@@ -7,14 +7,25 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from notarium_search import metadata
 from notarium_search.errors import ChannelUnavailable, InvalidParameter, NoteNotFound, UnknownSpace
 from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
-from notarium_search.models import FeedFilter, FeedPage, SearchResponse, SpaceStatus
+from notarium_search.models import (
+    FeedFilter,
+    FeedPage,
+    NoteRecord,
+    NotesPage,
+    SearchHit,
+    SearchResponse,
+    SpaceStatus,
+)
 from notarium_search.settings import SPACE_NAME_RE, Settings
 from notarium_search.space import NOT_YET_AVAILABLE, Space
 
@@ -23,6 +34,12 @@ if TYPE_CHECKING:
     from notarium_search.semantic.channel import Echo
 
 MAX_LIMIT = 100
+# Notes each channel contributes when several are fused: a note ranked 40th by
+# one channel and 3rd by another belongs in a top 10 (docs/ranking.md).
+CANDIDATES_PER_CHANNEL = 50
+# Lexical hits checked for the whole query phrase (phrase.py); a note holding
+# the phrase ranks high lexically anyway (ranking.phrase_boost).
+PHRASE_DEPTH = 20
 QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
 
 log = structlog.get_logger(__name__)
@@ -72,9 +89,19 @@ class Service:
     def status(self) -> list[SpaceStatus]:
         return [space.status() for space in self.spaces.values()]
 
+    def _filters(self, space: Space, filters: FeedFilter) -> FeedFilter:
+        """The filters with this service's activation fields, collections checked."""
+        known = space.config.collections
+        unknown = [c for c in filters.collections if c not in {k.name for k in known}]
+        if unknown:
+            names = ", ".join(k.name for k in known) or "none defined"
+            raise InvalidParameter(f"unknown collection {unknown[0][:100]!r} in space {space.name} ({names})")
+        return replace(filters, activation_fields=self.settings.activation_fields)
+
     def search(self, name: str, text: str, filters: FeedFilter, limit: int) -> SearchResponse:
         space = self.space(name)
         _check_limit(limit)
+        filters = self._filters(space, filters)
         started = time.perf_counter()
         degraded: dict[str, str] = {"graph": NOT_YET_AVAILABLE} if self.settings.graph_boost else {}
         semantic = space.semantic
@@ -84,14 +111,27 @@ class Service:
                 pending = self._query_pool.submit(self.embedder.embed_query, text)
             else:
                 degraded["semantic"] = semantic.why_not_ready()
-        results = [lexical.search(space.lexical, text, filters, limit, self.settings.ranking)]
+        fused = pending is not None
+        depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit
+        results = [
+            lexical.search(
+                space.lexical,
+                text,
+                filters,
+                depth,
+                self.settings.ranking,
+                snippet_depth=limit,
+                phrase_depth=PHRASE_DEPTH if fused else 0,
+            )
+        ]
         if pending is not None and semantic is not None:
             vector = self._wait_for(pending, started, degraded)
             if vector is not None:
-                results.append(semantic.search(vector, text, filters, limit))
+                results.append(semantic.search(vector, text, filters, depth))
+        hits = _with_snippets(space, text, merge(results, limit, self.settings.fusion))
         return SearchResponse(
             query=text,
-            results=merge(results, limit),
+            results=hits,
             channels_used=tuple(r.channel for r in results) if text.strip() else (),
             degraded=degraded,
             unmatched_terms=results[0].unmatched_terms,
@@ -111,25 +151,43 @@ class Service:
             degraded["semantic"] = f"query embedding failed: {type(exc).__name__}"
         return None
 
-    def related(self, name: str, note_id: str, limit: int, min_days_apart: float = 0.0) -> list[Echo]:
+    def related(
+        self, name: str, note_id: str, limit: int, min_days_apart: float = 0.0, filters: FeedFilter | None = None
+    ) -> list[Echo]:
         space = self.space(name)
         _check_limit(limit)
+        allowed = lexical.note_ids_matching(space.lexical, self._filters(space, filters or FeedFilter()))
         semantic = space.semantic
         if semantic is None or not semantic.ready:
             why = "VECTOR_SEARCH is off" if semantic is None else semantic.why_not_ready()
             raise ChannelUnavailable(f"related notes need the semantic channel: {why}")
         if lexical.get_note(space.lexical, note_id) is None:
             raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
-        return semantic.related(note_id, limit, min_days_apart * 86400)
+        return semantic.related(note_id, limit, min_days_apart * 86400, allowed)
 
     def feed(self, name: str, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
         space = self.space(name)
         _check_limit(limit)
         try:
-            page = lexical.feed(space.lexical, text, filters, limit, cursor)
+            page = lexical.feed(space.lexical, text, self._filters(space, filters), limit, cursor)
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
         return FeedPage(page.items, page.next_cursor, partial=not space.ready)
+
+    def notes(self, name: str, filters: FeedFilter, limit: int, cursor: str | None) -> NotesPage:
+        """Metadata query: notes matching the filters, newest first, with their frontmatter."""
+        space = self.space(name)
+        _check_limit(limit)
+        try:
+            items, next_cursor = metadata.notes_page(space.lexical, self._filters(space, filters), limit, cursor)
+        except lexical.InvalidCursor as exc:
+            raise InvalidParameter(str(exc)) from exc
+        return NotesPage(tuple(items), next_cursor, partial=not space.ready)
+
+    def activations(self, name: str, filters: FeedFilter, since: datetime | None, limit: int) -> list[NoteRecord]:
+        space = self.space(name)
+        _check_limit(limit)
+        return metadata.activated_since(space.lexical, self._filters(space, filters), since, limit)
 
 
 def load_configured_embedder(settings: Settings) -> Embedder:
@@ -145,6 +203,15 @@ def load_configured_embedder(settings: Settings) -> Embedder:
         bulk_threads=settings.embed_threads,
         batch_size=settings.embed_batch_size,
     )
+
+
+def _with_snippets(space: Space, text: str, hits: tuple[SearchHit, ...]) -> tuple[SearchHit, ...]:
+    """Lexical snippets for hits that fusion lifted from below the snippet depth."""
+    bare = [hit.note.id for hit in hits if not hit.snippets and "lexical" in hit.channels]
+    if not bare:
+        return hits
+    found = lexical.snippets_for(space.lexical, text, bare)
+    return tuple(replace(hit, snippets=found.get(hit.note.id, ())) if not hit.snippets else hit for hit in hits)
 
 
 def _check_limit(limit: int) -> None:

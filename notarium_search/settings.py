@@ -11,18 +11,23 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 SPACE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 LANGUAGES = ("fr", "en")
 OVERSIZE_POLICIES = ("truncate", "skip")
+CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (chunking.py)
 
 # Folders that are tool state, not notes: Obsidian settings, VCS, trash.
 DEFAULT_EXCLUDE = (".obsidian/**", ".git/**", ".trash/**", "node_modules/**")
 DEFAULT_INCLUDE = ("**/*.md",)
+
+
+_Table = TypeVar("_Table", "RankingConfig", "FusionConfig")
 
 
 class ConfigError(ValueError):
@@ -51,6 +56,51 @@ class RankingConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FusionConfig:
+    """How channel rankings become one (Reciprocal Rank Fusion, see
+    docs/ranking.md for the measurements behind the defaults)."""
+
+    k: float = 60.0
+    """RRF constant: a note at rank r of a channel scores weight / (k + r).
+    Larger k flattens the difference between the top ranks of a channel."""
+    lexical_weight: float = 1.0
+    """Weight of the lexical (BM25) channel."""
+    semantic_weight: float = 1.0
+    """Weight of the semantic (embedding) channel."""
+    graph_weight: float = 1.0
+    """Weight of the wiki-link graph channel (GRAPH_BOOST)."""
+    phrase_weight: float = 1.0
+    """Weight of the exact-phrase list: lexical hits whose title or text holds
+    the whole query (title only for a one-word query), so that an exact match
+    is not outranked by notes the other channels merely like."""
+
+    def weights(self) -> dict[str, float]:
+        return {
+            "lexical": self.lexical_weight,
+            "semantic": self.semantic_weight,
+            "graph": self.graph_weight,
+            "phrase": self.phrase_weight,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionConfig:
+    """A named part of a space: `[spaces.NAME.collections.COLLECTION]`."""
+
+    name: str
+    folder: str = ""
+    """Sub-folder of the space (POSIX, relative); "" is the space root."""
+    pattern: str = ""
+    """Regular expression a note's file name must match (searched, so anchor
+    it: `^Article.+\\.md$`); "" accepts every note."""
+    root_only: bool = False
+    """Only notes directly in `folder`, not in its sub-folders."""
+    chunking: str = "paragraph"
+    """Fragments for the semantic channel: "paragraph" (packed paragraphs) or
+    "section" (one fragment per `#`/`##` section, for books and long documents)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SpaceConfig:
     """One space: a named folder of notes."""
 
@@ -62,6 +112,8 @@ class SpaceConfig:
     """Glob patterns (relative POSIX paths) a note must match."""
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     """Glob patterns to skip; hidden files and folders are always skipped."""
+    collections: tuple[CollectionConfig, ...] = ()
+    """Named parts of the space; a note may belong to several."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +165,14 @@ class Settings:
     model folder has none."""
     graph_boost: bool = False
     """[GRAPH_BOOST] Enable the wiki-link graph channel (not yet available)."""
+    activation_fields: tuple[str, ...] = ("used_in", "utilisé_dans")
+    """[NOTARIUM_ACTIVATION_FIELDS] Frontmatter fields listing where a note
+    was used ("activated"), first the main name then aliases (comma-separated
+    in the environment). Read at query time: changing them needs no rebuild."""
     ranking: RankingConfig = field(default_factory=RankingConfig)
     """[ranking] table of the config file."""
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    """[fusion] table of the config file."""
 
     def space(self, name: str) -> SpaceConfig | None:
         return next((s for s in self.spaces if s.name == name), None)
@@ -136,11 +194,13 @@ _ENV_FIELDS: Mapping[str, str] = {
     "NOTARIUM_EMBED_BATCH": "embed_batch_size",
     "NOTARIUM_QUERY_EMBED_TIMEOUT_MS": "query_embed_timeout_ms",
     "GRAPH_BOOST": "graph_boost",
+    "NOTARIUM_ACTIVATION_FIELDS": "activation_fields",
 }
 _PATH_FIELDS = {"spaces_root", "index_dir", "model_dir"}
 _INT_FIELDS = {"port", "max_file_bytes", "commit_every", "embed_threads", "embed_batch_size", "query_embed_timeout_ms"}
 _MODEL_KEYS = {"name", "dim", "max_tokens", "pooling", "normalize", "query_prefix", "passage_prefix"}
 _BOOL_FIELDS = {"vector_search", "graph_boost"}
+_LIST_FIELDS = {"activation_fields"}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -168,13 +228,19 @@ def load_settings(
     for env_name, key in _ENV_FIELDS.items():
         if env_name in env:
             values[key] = _coerce(key, env[env_name], Path.cwd())
-    unknown = set(raw) - set(_ENV_FIELDS.values()) - {"ranking", "spaces", "include", "exclude", "model"}
+    unknown = set(raw) - set(_ENV_FIELDS.values()) - {"ranking", "fusion", "spaces", "include", "exclude", "model"}
     if unknown:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
     model = dict(raw.get("model", {}))
     if set(model) - _MODEL_KEYS:
         raise ConfigError(f"unknown [model] keys: {', '.join(sorted(set(model) - _MODEL_KEYS))}")
-    settings = replace(Settings(), **values, ranking=_ranking(raw.get("ranking", {})), model=model)
+    settings = replace(
+        Settings(),
+        **values,
+        ranking=_numbers_table("ranking", RankingConfig, raw.get("ranking", {})),
+        fusion=_numbers_table("fusion", FusionConfig, raw.get("fusion", {})),
+        model=model,
+    )
     _check(settings)
     spaces = _spaces(settings, raw, base_dir)
     return replace(settings, spaces=spaces)
@@ -189,6 +255,14 @@ def _coerce(key: str, value: Any, base_dir: Path) -> Any:
             return int(value)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{key} must be an integer, got {value!r}") from exc
+    if key in _LIST_FIELDS:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+            raise ConfigError(f"{key} must be a list of names, got {value!r}")
+        names = tuple(dict.fromkeys(unicodedata.normalize("NFC", i.strip().casefold()) for i in items if i.strip()))
+        if not names:
+            raise ConfigError(f"{key} needs at least one name")
+        return names
     if key in _BOOL_FIELDS:
         if isinstance(value, bool):
             return value
@@ -199,15 +273,18 @@ def _coerce(key: str, value: Any, base_dir: Path) -> Any:
     return str(value)
 
 
-def _ranking(raw: Mapping[str, Any]) -> RankingConfig:
-    known = set(RankingConfig.__dataclass_fields__)
+def _numbers_table(name: str, kind: type[_Table], raw: Mapping[str, Any]) -> _Table:
+    known = set(kind.__dataclass_fields__)
     unknown = set(raw) - known
     if unknown:
-        raise ConfigError(f"unknown [ranking] keys: {', '.join(sorted(unknown))}")
+        raise ConfigError(f"unknown [{name}] keys: {', '.join(sorted(unknown))}")
     try:
-        return RankingConfig(**{k: float(v) for k, v in raw.items()})
+        values = {k: float(v) for k, v in raw.items()}
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[ranking] values must be numbers: {exc}") from exc
+        raise ConfigError(f"[{name}] values must be numbers: {exc}") from exc
+    if any(v < 0 or v != v for v in values.values()):
+        raise ConfigError(f"[{name}] values must be >= 0")
+    return kind(**values)
 
 
 def _check(settings: Settings) -> None:
@@ -223,6 +300,8 @@ def _check(settings: Settings) -> None:
         raise ConfigError("max_file_bytes must be >= 1024 and commit_every >= 1")
     if not 1 <= settings.embed_batch_size <= 256 or settings.embed_threads < 0:
         raise ConfigError("embed_batch_size must be 1..256 and embed_threads >= 0")
+    if settings.fusion.k <= 0:
+        raise ConfigError("[fusion] k must be > 0")
     if settings.query_embed_timeout_ms < 1:
         raise ConfigError("query_embed_timeout_ms must be >= 1")
 
@@ -261,7 +340,7 @@ def _space_table(
         raise ConfigError(f"space name {name!r} must match {SPACE_NAME_RE.pattern}")
     if not isinstance(table, dict):
         raise ConfigError(f"[spaces.{name}] must be a table")
-    unknown = set(table) - {"path", "language", "include", "exclude"}
+    unknown = set(table) - {"path", "language", "include", "exclude", "collections"}
     if unknown:
         raise ConfigError(f"unknown keys in [spaces.{name}]: {', '.join(sorted(unknown))}")
     if "path" in table:
@@ -276,7 +355,38 @@ def _space_table(
         language=str(table.get("language", existing.language if existing else settings.language)),
         include=tuple(table.get("include", include)),
         exclude=tuple(table.get("exclude", exclude)),
+        collections=_collections(name, table.get("collections", {})),
     )
+
+
+def _collections(space: str, tables: Any) -> tuple[CollectionConfig, ...]:
+    if not isinstance(tables, dict):
+        raise ConfigError(f"[spaces.{space}.collections] must be a table of [spaces.{space}.collections.NAME] tables")
+    found = []
+    for name, table in sorted(tables.items()):
+        where = f"[spaces.{space}.collections.{name}]"
+        if not SPACE_NAME_RE.match(name) or not isinstance(table, dict):
+            raise ConfigError(f"{where}: the name must match {SPACE_NAME_RE.pattern} and the value be a table")
+        unknown = set(table) - {"folder", "pattern", "root_only", "chunking"}
+        if unknown:
+            raise ConfigError(f"unknown keys in {where}: {', '.join(sorted(unknown))}")
+        config = CollectionConfig(
+            name=name,
+            folder=str(table.get("folder", "")).strip("/"),
+            pattern=str(table.get("pattern", "")),
+            root_only=table.get("root_only", False),
+            chunking=str(table.get("chunking", "paragraph")),
+        )
+        try:
+            re.compile(config.pattern)
+        except re.error as exc:
+            raise ConfigError(f"{where}: pattern is not a valid regular expression: {exc}") from exc
+        if not isinstance(config.root_only, bool) or config.chunking not in CHUNKING_MODES:
+            raise ConfigError(f"{where}: root_only must be true or false, chunking one of {CHUNKING_MODES}")
+        if ".." in config.folder.split("/"):
+            raise ConfigError(f"{where}: folder must stay inside the space")
+        found.append(config)
+    return tuple(found)
 
 
 def _check_space(space: SpaceConfig, index_dir: Path) -> None:

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, TextIO
 import structlog
 
 from notarium_search.indexer import SpaceIndexer, index_fingerprint
+from notarium_search.lexical import search as lexical_search
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.manifest import Manifest
 from notarium_search.models import (
     ChannelState,
     ChannelStatus,
+    FeedFilter,
     IndexProgress,
     IndexState,
     LexicalStatus,
@@ -192,6 +194,10 @@ class Space:
             semantic=self.semantic.status() if self.semantic is not None else self.channel_status(False),
             graph=self.channel_status(self.settings.graph_boost),
             message=BUILDING_MESSAGE if self._building() else None,
+            collections={
+                c.name: lexical_search.count_notes(self.lexical, FeedFilter(collections=(c.name,)))
+                for c in self.config.collections
+            },
         )
 
     def _building(self) -> bool:

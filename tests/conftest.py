@@ -12,7 +12,7 @@ import pytest
 import notarium_search.semantic  # noqa: F401 - loads onnxruntime before any test imports usearch
 from notarium_search.logsetup import configure_logging
 from notarium_search.service import Service
-from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.settings import CollectionConfig, Settings, SpaceConfig
 
 configure_logging("warning")
 
@@ -43,17 +43,19 @@ class Vault:
     def remove(self, rel_path: str, space: str = "notes") -> None:
         (self.root / space / rel_path).unlink()
 
-    def settings(self, **overrides: object) -> Settings:
+    def settings(self, collections: tuple[CollectionConfig, ...] = (), **overrides: object) -> Settings:
+        """Every folder of the root is a space; `collections` go to the "notes" space."""
         spaces = []
         for child in sorted(self.root.iterdir()):
             language = "en" if child.name.startswith("en") else "fr"
-            spaces.append(SpaceConfig(child.name, child, language))
+            own = collections if child.name == "notes" else ()
+            spaces.append(SpaceConfig(child.name, child, language, collections=own))
         base = Settings(spaces=tuple(spaces), spaces_root=self.root, index_dir=self.index_dir, log_level="warning")
         return replace(base, **overrides)  # type: ignore[arg-type]
 
-    def service(self, **overrides: object) -> Service:
+    def service(self, collections: tuple[CollectionConfig, ...] = (), **overrides: object) -> Service:
         """A service whose spaces are fully indexed (synchronously)."""
-        service = Service(self.settings(**overrides))
+        service = Service(self.settings(collections, **overrides))
         for space in service.spaces.values():
             space.run_reconcile()
         return service

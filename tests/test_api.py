@@ -68,6 +68,16 @@ def test_spaces_and_status(client):
     assert space["notes"] == 4
 
 
+def test_explain_returns_each_channels_part(client):
+    body = client.get("/spaces/notes/search", params={"q": "interoperabilite", "explain": "1"}).json()
+    first = body["results"][0]
+    assert set(first["explain"]) == {"lexical"}
+    trace = first["explain"]["lexical"]
+    assert trace["rank"] == 1
+    assert trace["contribution"] == pytest.approx(first["score"], abs=1e-5)
+    assert client.get("/spaces/notes/search", params={"q": "x", "explain": "maybe"}).status_code == 400
+
+
 def test_search_shape(client):
     body = client.get("/spaces/notes/search", params={"q": "interoperabilite"}).json()
     assert set(body) == {"query", "results", "channels_used", "degraded", "unmatched_terms", "partial", "took_ms"}
@@ -86,9 +96,13 @@ def test_search_shape(client):
         "created",
         "updated",
         "channels",
+        "reason",
+        "explain",
     }
     assert first["id"] == "agent"
     assert first["channels"] == {"lexical": 1}
+    assert first["reason"] is None
+    assert first["explain"] is None
     assert first["folder"] == "zettel"
     snippet = first["snippets"][0]
     marked = [snippet["text"][h["start"] : h["end"]] for h in snippet["highlights"]]

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from notarium_search.settings import _ENV_FIELDS, ConfigError, RankingConfig, Settings, load_settings
+from notarium_search.settings import (
+    _ENV_FIELDS,
+    CollectionConfig,
+    ConfigError,
+    FusionConfig,
+    RankingConfig,
+    Settings,
+    load_settings,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,6 +67,15 @@ def test_explicit_space_outside_root(tmp_path: Path):
         ("[spaces.orphan]\n", {}, "needs a path"),
         ("spaces_root = 3 = 4\n", {}, "cannot read config file"),
         ('spaces_root = "/does/not/exist"\n', {}, "is not a directory"),
+        ("[fusion]\nk = 0\n", {}, "k must be > 0"),
+        ("[fusion]\nlexical_weight = -1\n", {}, "must be >= 0"),
+        ('[fusion]\nk = "big"\n', {}, "must be numbers"),
+        ("", {"NOTARIUM_ACTIVATION_FIELDS": " , "}, "needs at least one name"),
+        ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\npattern = "(["\n', {}, "not a valid regular expression"),
+        ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\nchunking = "page"\n', {}, "chunking one of"),
+        ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\nfolder = "../x"\n', {}, "inside the space"),
+        ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\ncolour = 1\n', {}, "unknown keys"),
+        ('[spaces.s]\npath = "."\n[spaces.s.collections."A B"]\n', {}, "must match"),
     ],
 )
 def test_invalid_configuration_is_a_clear_error(tmp_path: Path, toml: str, env: dict[str, str], message: str):
@@ -86,8 +103,10 @@ def test_configuration_doc_lists_every_field():
     doc = (ROOT / "docs" / "configuration.md").read_text()
     for env_name in (*_ENV_FIELDS, "NOTARIUM_CONFIG"):
         assert re.search(rf"`{env_name}`", doc), env_name
-    for field in dataclasses.fields(RankingConfig):
-        assert f"`{field.name}`" in doc, field.name
+    for kind in (RankingConfig, FusionConfig, CollectionConfig):
+        for field in dataclasses.fields(kind):
+            if field.name != "name":  # a collection's name is its table's
+                assert f"`{field.name}`" in doc, field.name
     for key in ("include", "exclude", "language", "path"):
         assert f"`{key}`" in doc, key
 
@@ -105,3 +124,20 @@ def test_api_doc_covers_every_route():
         if not route.path.startswith("/schema")
     }
     assert routes <= documented, routes - documented
+
+
+def test_fusion_collections_and_activation_fields_load(tmp_path: Path):
+    (tmp_path / "notes").mkdir()
+    config = tmp_path / "c.toml"
+    config.write_text(
+        'activation_fields = ["Publié_dans", "used_in"]\n[fusion]\nk = 20\nsemantic_weight = 0.5\n'
+        '[spaces.s]\npath = "notes"\n[spaces.s.collections.livres]\nfolder = "/livres/"\nchunking = "section"\n'
+        "root_only = true\n"
+    )
+    settings = load_settings(config, env={"NOTARIUM_INDEX_DIR": str(tmp_path / "index")})
+    assert settings.fusion == FusionConfig(k=20, semantic_weight=0.5)
+    assert settings.activation_fields == ("publié_dans", "used_in")
+    (space,) = settings.spaces
+    assert space.collections == (CollectionConfig("livres", folder="livres", root_only=True, chunking="section"),)
+    env = {"NOTARIUM_INDEX_DIR": str(tmp_path / "index"), "NOTARIUM_ACTIVATION_FIELDS": "cité_dans, used_in"}
+    assert load_settings(config, env=env).activation_fields == ("cité_dans", "used_in")

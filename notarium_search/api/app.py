@@ -20,13 +20,16 @@ from litestar.params import Parameter, PathParameter
 from notarium_search import __version__
 from notarium_search.api import errors
 from notarium_search.api.schemas import (
+    ActivationsBody,
     FeedBody,
     Health,
+    NotesBody,
     RelatedBody,
     SearchBody,
     SpaceOut,
     StatusBody,
     note_out,
+    note_record_out,
     related_note,
     search_body,
 )
@@ -46,6 +49,10 @@ Limit = Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description=f"Results to re
 Folder = Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS, description="Folder, sub-folders included")]
 Tags = Annotated[list[str] | None, Parameter(description="Tag (repeatable, all must match; nested tags included)")]
 Date = Annotated[str | None, Parameter(max_length=64, description="ISO date or datetime (naive = UTC)")]
+Collections = Annotated[
+    list[str] | None, Parameter(description="Collection of the space (repeatable: any of them); see /status")
+]
+Cursor = Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS, description="next_cursor of the previous page")]
 
 
 @get("/healthz", sync_to_thread=False)
@@ -79,11 +86,18 @@ def space_status(state: State, space: SpaceName) -> SpaceStatus:
 
 @get("/spaces/{space:str}/search", sync_to_thread=True)
 def search(
-    state: State, space: SpaceName, q: Query = "", limit: Limit = 10, folder: Folder = None, tag: Tags = None
+    state: State,
+    space: SpaceName,
+    q: Query = "",
+    limit: Limit = 10,
+    folder: Folder = None,
+    tag: Tags = None,
+    collection: Collections = None,
+    explain: Annotated[bool, Parameter(description="Include each channel's rank, score and contribution")] = False,
 ) -> SearchBody:
     """Spotlight search: ranked notes with highlighted snippets."""
-    filters = FeedFilter(folder=folder, tags=_tags(tag))
-    return search_body(state.service.search(space, q, filters, limit))
+    filters = FeedFilter(folder=folder, tags=_tags(tag), collections=_names(collection))
+    return search_body(state.service.search(space, q, filters, limit), explain)
 
 
 @get("/spaces/{space:str}/feed", sync_to_thread=True)
@@ -95,11 +109,18 @@ def feed(
     tag: Tags = None,
     since: Date = None,
     until: Date = None,
+    collection: Collections = None,
     limit: Limit = 20,
-    cursor: Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS)] = None,
+    cursor: Cursor = None,
 ) -> FeedBody:
     """Notes where the words really occur, filtered, newest first, paginated."""
-    filters = FeedFilter(folder=folder, tags=_tags(tag), since=_date("since", since), until=_date("until", until))
+    filters = FeedFilter(
+        folder=folder,
+        tags=_tags(tag),
+        since=_date("since", since),
+        until=_date("until", until),
+        collections=_names(collection),
+    )
     page = state.service.feed(space, q, filters, limit, cursor)
     return FeedBody([note_out(n) for n in page.items], page.next_cursor, page.partial)
 
@@ -111,14 +132,70 @@ def note_route(
     note_path: Annotated[str, PathParameter(description="note id, then /related")],
     limit: Limit = 10,
     min_days_apart: Annotated[float, Parameter(ge=0, le=36500)] = 0.0,
+    collection: Collections = None,
 ) -> RelatedBody:
     """`/notes/{id}/related`: semantic neighbours of a note (ids may contain `/`)."""
     note_id, _, action = note_path.strip("/").rpartition("/")
     if action != "related" or not note_id:
         raise NotFoundException(f"unknown note route: expected /spaces/{space}/notes/{{id}}/related")
     service: Service = state.service
-    echoes = service.related(space, note_id, limit, min_days_apart)
+    echoes = service.related(space, note_id, limit, min_days_apart, FeedFilter(collections=_names(collection)))
     return RelatedBody(note_id, [related_note(e) for e in echoes])
+
+
+@get("/spaces/{space:str}/notes", sync_to_thread=True)
+def notes(
+    state: State,
+    space: SpaceName,
+    tags: Tags = None,
+    tag: Tags = None,
+    tags_mode: Annotated[str, Parameter(pattern="^(any|all)$", description="any or all of the tags")] = "all",
+    field: Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS, description="Frontmatter field")] = None,
+    value: Annotated[
+        str | None, Parameter(max_length=MAX_FILTER_CHARS, description="Value of `field` (case-insensitive)")
+    ] = None,
+    updated_since: Date = None,
+    created_since: Date = None,
+    folder: Folder = None,
+    activated: Annotated[bool | None, Parameter(description="Has (true) or lacks (false) a recorded use")] = None,
+    collection: Collections = None,
+    limit: Limit = 20,
+    cursor: Cursor = None,
+) -> NotesBody:
+    """Metadata query without text: notes by tags, frontmatter fields, dates,
+    folder, collection and activation, most recently updated first."""
+    if value is not None and not (field or "").strip():
+        raise InvalidParameter("value: give the frontmatter field it belongs to (field=...)")
+    filters = FeedFilter(
+        folder=folder,
+        tags=_tags([*(tags or []), *(tag or [])]),
+        tags_any=tags_mode == "any",
+        since=_date("updated_since", updated_since),
+        created_since=_date("created_since", created_since),
+        fields=((field.strip(), value),) if field and field.strip() else (),
+        activated=activated,
+        collections=_names(collection),
+    )
+    page = state.service.notes(space, filters, limit, cursor)
+    return NotesBody([note_record_out(r) for r in page.items], page.next_cursor, page.partial)
+
+
+@get("/spaces/{space:str}/activations", sync_to_thread=True)
+def activations(
+    state: State,
+    space: SpaceName,
+    since: Date = None,
+    collection: Collections = None,
+    limit: Limit = 50,
+) -> ActivationsBody:
+    """Notes used (activated) since a date, newest use first, with where they were used."""
+    since_date = _date("since", since)
+    found = state.service.activations(space, FeedFilter(collections=_names(collection)), since_date, limit)
+    return ActivationsBody(since_date, [note_record_out(r) for r in found])
+
+
+def _names(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v.strip() for v in values or [] if v.strip()))
 
 
 def _tags(tags: list[str] | None) -> tuple[str, ...]:
@@ -148,7 +225,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
         await anyio.to_thread.run_sync(service.stop)
 
     return Litestar(
-        route_handlers=[healthz, status, list_spaces, space_status, search, feed, note_route],
+        route_handlers=[healthz, status, list_spaces, space_status, search, feed, notes, activations, note_route],
         state=State({"service": service}),
         on_startup=[on_startup],
         on_shutdown=[on_shutdown],

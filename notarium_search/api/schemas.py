@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from notarium_search.models import NoteSummary, SearchHit, SearchResponse, Snippet, SpaceStatus
+from notarium_search.models import NoteRecord, NoteSummary, SearchHit, SearchResponse, Snippet, SpaceStatus
 
 if TYPE_CHECKING:
     from notarium_search.semantic.channel import Echo
@@ -55,6 +55,15 @@ class SearchResult:
     created: datetime
     updated: datetime
     channels: dict[str, int]  # channel → 1-based rank in it
+    reason: str | None = None  # graph channel: "linked from: …"
+    explain: dict[str, TraceOut] | None = None  # with ?explain=1
+
+
+@dataclass(frozen=True, slots=True)
+class TraceOut:
+    rank: int  # 1-based rank of the note in the channel
+    score: float  # the channel's own score (BM25, cosine similarity, graph weight)
+    contribution: float  # its share of the fused score (contributions sum to the score)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,40 @@ class FeedBody:
     items: list[NoteOut]
     next_cursor: str | None
     partial: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationOut:
+    where: str
+    date: datetime
+    dated: bool  # false: the entry has no date; `date` is then the note's last update
+
+
+@dataclass(frozen=True, slots=True)
+class NoteRecordOut:
+    id: str
+    path: str
+    title: str
+    tags: list[str]
+    folder: str
+    created: datetime
+    updated: datetime
+    collections: list[str]
+    fields: dict[str, Any]  # the frontmatter
+    activations: list[ActivationOut]  # newest first
+
+
+@dataclass(frozen=True, slots=True)
+class NotesBody:
+    items: list[NoteRecordOut]
+    next_cursor: str | None
+    partial: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationsBody:
+    since: datetime | None
+    notes: list[NoteRecordOut]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +148,29 @@ def note_out(note: NoteSummary) -> NoteOut:
     return NoteOut(note.id, note.path, note.title, list(note.tags), note.folder, note.created, note.updated)
 
 
-def search_result(hit: SearchHit) -> SearchResult:
+def note_record_out(record: NoteRecord) -> NoteRecordOut:
+    note = record.note
+    return NoteRecordOut(
+        id=note.id,
+        path=note.path,
+        title=note.title,
+        tags=list(note.tags),
+        folder=note.folder,
+        created=note.created,
+        updated=note.updated,
+        collections=list(record.collections),
+        fields=dict(record.frontmatter),
+        activations=[ActivationOut(a.where, a.date, a.dated) for a in record.activations],
+    )
+
+
+def search_result(hit: SearchHit, explain: bool = False) -> SearchResult:
     note = hit.note
+    trace = (
+        {c: TraceOut(t.rank, round(t.score, 6), round(t.contribution, 6)) for c, t in hit.trace.items()}
+        if explain
+        else None
+    )
     return SearchResult(
         id=note.id,
         path=note.path,
@@ -118,13 +182,15 @@ def search_result(hit: SearchHit) -> SearchResult:
         created=note.created,
         updated=note.updated,
         channels=hit.channels,
+        reason=hit.reason,
+        explain=trace,
     )
 
 
-def search_body(response: SearchResponse) -> SearchBody:
+def search_body(response: SearchResponse, explain: bool = False) -> SearchBody:
     return SearchBody(
         query=response.query,
-        results=[search_result(h) for h in response.results],
+        results=[search_result(h, explain) for h in response.results],
         channels_used=list(response.channels_used),
         degraded=response.degraded,
         unmatched_terms=list(response.unmatched_terms),

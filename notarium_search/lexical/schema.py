@@ -8,14 +8,16 @@ rebuild from the files.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 import tantivy
 
 from notarium_search.analysis import Analyzers
 from notarium_search.models import NoteSummary, ParsedNote, WikiLink
+from notarium_search.parse import flatten_meta
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def fingerprint(language: str) -> str:
@@ -37,6 +39,11 @@ def build_schema(analyzers: Analyzers) -> tantivy.Schema:
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("tag_path", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("folder_path", tokenizer_name="raw", index_option="basic")
+    # Frontmatter for structured queries: "field=value" terms (value casefolded)
+    # and the names of the fields a note has (see meta_term).
+    sb.add_text_field("meta", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("collections", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("meta_keys", tokenizer_name="raw", index_option="basic")
     sb.add_date_field("created", indexed=True, fast=True)
     sb.add_date_field("updated", indexed=True, fast=True)
     sb.add_bytes_field("payload", stored=True)
@@ -58,6 +65,9 @@ class Payload(msgspec.Struct, frozen=True, array_like=True):
     text: str
     sections: tuple[tuple[int, int, str], ...] = ()
     code_blocks: tuple[tuple[int, int], ...] = ()
+    frontmatter: dict[str, Any] = {}
+    collections: tuple[str, ...] = ()
+    chunking: str = "paragraph"
 
     def summary(self) -> NoteSummary:
         return NoteSummary(
@@ -92,6 +102,9 @@ class Payload(msgspec.Struct, frozen=True, array_like=True):
             text=self.text,
             sections=self.sections,
             code_blocks=self.code_blocks,
+            frontmatter=self.frontmatter,
+            collections=self.collections,
+            chunking=self.chunking,
         )
 
 
@@ -101,6 +114,12 @@ _DECODER = msgspec.json.Decoder(Payload)
 
 def decode_payload(raw: bytes) -> Payload:
     return _DECODER.decode(raw)
+
+
+def meta_term(field: str, value: str) -> str:
+    """The indexed form of one frontmatter pair: queries match it exactly,
+    without regard to case."""
+    return f"{field.strip().casefold()}={value.strip().casefold()}"
 
 
 def ancestors(path: str) -> list[str]:
@@ -128,6 +147,11 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         doc.add_text("tag_path", tag)
     for folder in ancestors(note.folder):
         doc.add_text("folder_path", folder)
+    pairs = flatten_meta(dict(note.frontmatter))
+    for field, value in pairs:
+        doc.add_text("meta", meta_term(field, value))
+    for field in {f.casefold() for f, _ in pairs}:
+        doc.add_text("meta_keys", field)
     doc.add_date("created", note.created.astimezone(UTC))
     doc.add_date("updated", note.updated.astimezone(UTC))
     payload = Payload(
@@ -143,6 +167,11 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         text=note.text,
         sections=note.sections,
         code_blocks=note.code_blocks,
+        frontmatter=dict(note.frontmatter),
+        collections=note.collections,
+        chunking=note.chunking,
     )
+    for collection in note.collections:
+        doc.add_text("collections", collection)
     doc.add_bytes("payload", _ENCODER.encode(payload))
     return doc

@@ -12,9 +12,10 @@ import tantivy
 from tantivy import FieldType, Occur, Order, Query
 
 from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, plan_query
-from notarium_search.lexical.schema import Payload, decode_payload
+from notarium_search.lexical.schema import Payload, decode_payload, meta_term
 from notarium_search.lexical.store import LexicalIndex
-from notarium_search.models import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary
+from notarium_search.models import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary, Snippet
+from notarium_search.phrase import phrase_test
 from notarium_search.settings import RankingConfig
 from notarium_search.snippets import HighlightTerms, make_snippets
 
@@ -33,7 +34,11 @@ def search(
     limit: int,
     ranking: RankingConfig,
     with_snippets: bool = True,
+    snippet_depth: int | None = None,
+    phrase_depth: int = 0,
 ) -> ChannelResult:
+    """The `limit` best notes. Snippets for the first `snippet_depth` (all when
+    None), the exact-phrase flag for the first `phrase_depth` (see phrase.py)."""
     plan = plan_query(text, index.analyzers)
     if plan.is_empty:
         return ChannelResult(CHANNEL, ())
@@ -43,13 +48,26 @@ def search(
     query = _with_filters(build_query(plan, index.schema, ranking, absent_stems), filters, index.schema)
     result = searcher.search(query, limit, count=False)
     terms = HighlightTerms.from_plan(plan, absent_stems)
+    holds_phrase = phrase_test(text) if phrase_depth else None
+    snippet_depth = limit if snippet_depth is None or not with_snippets else snippet_depth
     hits = []
-    for score, address in result.hits:
+    for rank, (score, address) in enumerate(result.hits):
         payload = _payload(searcher, address)
-        snippets = make_snippets(payload.text, terms, index.analyzers) if with_snippets else ()
-        hits.append(ChannelHit(payload.summary(), float(score), snippets))
+        snippets = make_snippets(payload.text, terms, index.analyzers) if rank < snippet_depth else ()
+        exact = holds_phrase is not None and rank < phrase_depth and holds_phrase(payload.title, payload.text)
+        hits.append(ChannelHit(payload.summary(), float(score), snippets, exact=exact))
     unmatched = tuple(dict.fromkeys(t.surface for t in absent if not _prefix_matches(searcher, plan, t)))
     return ChannelResult(CHANNEL, tuple(hits), unmatched)
+
+
+def snippets_for(index: LexicalIndex, text: str, note_ids: Iterable[str]) -> dict[str, tuple[Snippet, ...]]:
+    """Lexical snippets of notes found deeper than the snippet depth (fusion
+    may lift them into the results)."""
+    plan = plan_query(text, index.analyzers)
+    absent = _absent_terms(index.searcher(), plan)
+    terms = HighlightTerms.from_plan(plan, frozenset(t.stem for t in absent if t.stem))
+    payloads = payloads_by_id(index, note_ids)
+    return {note_id: make_snippets(p.text, terms, index.analyzers) for note_id, p in payloads.items()}
 
 
 def _absent_terms(searcher: tantivy.Searcher, plan: QueryPlan) -> list[Term]:
@@ -71,6 +89,14 @@ def _prefix_matches(searcher: tantivy.Searcher, plan: QueryPlan, term: Term) -> 
 def feed(index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
     """Notes where the words really occur, newest first, keyset-paginated on
     (updated, id) so that pages stay stable while notes change."""
+    payloads, next_cursor = feed_payloads(index, text, filters, limit, cursor)
+    return FeedPage(tuple(p.summary() for p in payloads), next_cursor, partial=False)
+
+
+def feed_payloads(
+    index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor: str | None
+) -> tuple[list[Payload], str | None]:
+    """`feed`, with each note's whole payload (metadata queries need its frontmatter)."""
     after = decode_cursor(cursor) if cursor else None
     plan = plan_query(text, index.analyzers)
     clauses = build_filter_terms(plan, index.schema)
@@ -98,7 +124,7 @@ def feed(index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor
     page = items[:limit]
     more = len(items) > limit
     next_cursor = encode_cursor(page[-1][0], page[-1][1]) if more and page else None
-    return FeedPage(tuple(p.summary() for _, _, p in page), next_cursor, partial=False)
+    return [p for _, _, p in page], next_cursor
 
 
 def all_payloads(index: LexicalIndex) -> Iterator[Payload]:
@@ -122,7 +148,7 @@ def payloads_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, Pa
 
 def note_ids_matching(index: LexicalIndex, filters: FeedFilter) -> set[str] | None:
     """Ids of the notes a filter allows; None when there is no filter."""
-    if not (filters.folder or "").strip("/") and not filters.tags and filters.since is None and filters.until is None:
+    if filters.is_empty:
         return None
     searcher = index.searcher()
     query = _with_filters(Query.all_query(), filters, index.schema)
@@ -130,8 +156,14 @@ def note_ids_matching(index: LexicalIndex, filters: FeedFilter) -> set[str] | No
     return {_payload(searcher, a).id for _, a in searcher.search(query, total, count=False).hits}
 
 
-def count_notes(index: LexicalIndex) -> int:
-    return int(index.searcher().num_docs)
+def count_notes(index: LexicalIndex, filters: FeedFilter | None = None) -> int:
+    searcher = index.searcher()
+    if filters is None or filters.is_empty:
+        return int(searcher.num_docs)
+    query = _with_filters(Query.all_query(), filters, index.schema)
+    # `count` exists at run time but is missing from tantivy-py 0.27's stubs.
+    counted: int | None = getattr(searcher.search(query, 1, count=True), "count", None)
+    return counted or 0
 
 
 def get_note(index: LexicalIndex, note_id: str) -> tuple[NoteSummary, str] | None:
@@ -171,18 +203,45 @@ def _conjunction(clauses: list[tuple[Occur, Query]]) -> Query:
 
 
 def _with_filters(query: Query, filters: FeedFilter, schema: tantivy.Schema) -> Query:
+    if filters.is_empty:
+        return query
+    # Filters must not change scores: wrap them as a constant-score conjunction.
+    return Query.boolean_query(
+        [
+            (Occur.Must, query),
+            (Occur.Must, Query.const_score_query(_conjunction(_filter_clauses(filters, schema)), 0.0)),
+        ]
+    )
+
+
+def _filter_clauses(filters: FeedFilter, schema: tantivy.Schema) -> list[tuple[Occur, Query]]:
     clauses: list[tuple[Occur, Query]] = []
     folder = (filters.folder or "").strip("/")
     if folder:
         clauses.append((Occur.Must, Query.term_query(schema, "folder_path", folder)))
-    for tag in filters.tags:
-        clauses.append((Occur.Must, Query.term_query(schema, "tag_path", normalise_tag(tag))))
+    tags = [Query.term_query(schema, "tag_path", normalise_tag(tag)) for tag in filters.tags]
+    if filters.tags_any and tags:
+        clauses.append((Occur.Must, Query.boolean_query([(Occur.Should, q) for q in tags])))
+    else:
+        clauses.extend((Occur.Must, q) for q in tags)
     if filters.since is not None or filters.until is not None:
         clauses.append((Occur.Must, Query.range_query(schema, "updated", FieldType.Date, filters.since, filters.until)))
-    if not clauses:
-        return query
-    # Filters must not change scores: wrap them as a constant-score conjunction.
-    return Query.boolean_query([(Occur.Must, query), (Occur.Must, Query.const_score_query(_conjunction(clauses), 0.0))])
+    if filters.created_since is not None:
+        clauses.append((Occur.Must, Query.range_query(schema, "created", FieldType.Date, filters.created_since, None)))
+    for field, value in filters.fields:
+        if value is None:
+            clauses.append((Occur.Must, Query.term_query(schema, "meta_keys", field.strip().casefold())))
+        else:
+            clauses.append((Occur.Must, Query.term_query(schema, "meta", meta_term(field, value))))
+    if filters.activated is not None and filters.activation_fields:
+        used = [Query.term_query(schema, "meta_keys", f.casefold()) for f in filters.activation_fields]
+        clauses.append(
+            (Occur.Must if filters.activated else Occur.MustNot, Query.boolean_query([(Occur.Should, q) for q in used]))
+        )
+    if filters.collections:
+        within = [Query.term_query(schema, "collections", name) for name in filters.collections]
+        clauses.append((Occur.Must, Query.boolean_query([(Occur.Should, q) for q in within])))
+    return clauses
 
 
 def normalise_tag(tag: str) -> str:

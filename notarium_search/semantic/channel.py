@@ -66,15 +66,21 @@ def _snippet(text: str, record: Record, terms: HighlightTerms, lexical_index: Le
 
 
 def related(
-    index: SemanticIndex, lexical_index: LexicalIndex, note_id: str, limit: int, min_seconds_apart: float = 0.0
+    index: SemanticIndex,
+    lexical_index: LexicalIndex,
+    note_id: str,
+    limit: int,
+    min_seconds_apart: float = 0.0,
+    allowed: set[str] | None = None,
 ) -> list[Echo]:
-    """Notes whose best fragment pair with this note is the most similar."""
+    """Notes whose best fragment pair with this note is the most similar
+    (among `allowed` notes when given: a filter such as a collection)."""
     own = index.fragments_of(note_id)
     if not own:
         return []
     best: dict[str, tuple[float, Record, Record]] = {}
     for record, vector in zip(own, index.vectors(own), strict=True):
-        for other_id, other, score in index.search(vector, RELATED_NEIGHBOURS):
+        for other_id, other, score in index.search(vector, RELATED_NEIGHBOURS, allowed):
             if other_id != note_id and score > best.get(other_id, (-2.0,))[0]:
                 best[other_id] = (score, other, record)
     payloads = lexical.payloads_by_id(lexical_index, [note_id, *best])

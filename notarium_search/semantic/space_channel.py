@@ -108,9 +108,11 @@ class SemanticChannel:
             eta_seconds=round(eta, 1) if eta is not None else None,
         )
 
-    def related(self, note_id: str, limit: int, min_seconds_apart: float) -> list[channel.Echo]:
+    def related(
+        self, note_id: str, limit: int, min_seconds_apart: float, allowed: set[str] | None = None
+    ) -> list[channel.Echo]:
         assert self.index is not None
-        return channel.related(self.index, self.lexical, note_id, limit, min_seconds_apart)
+        return channel.related(self.index, self.lexical, note_id, limit, min_seconds_apart, allowed)
 
     def search(self, query: np.ndarray, text: str, filters: FeedFilter, limit: int) -> ChannelResult:
         assert self.index is not None

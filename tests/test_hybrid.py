@@ -1,0 +1,107 @@
+"""Fusion of channel results into hits (hybrid.merge) and the exact-phrase test."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from notarium_search.hybrid import PHRASE, merge
+from notarium_search.models import ChannelHit, ChannelResult, NoteSummary, Snippet
+from notarium_search.phrase import MAX_PHRASE_WORDS, phrase_test
+from notarium_search.settings import FusionConfig
+
+WHEN = datetime(2024, 1, 1, tzinfo=UTC)
+DEFAULT = FusionConfig()
+
+
+def hit(note_id: str, score: float = 1.0, snippet: str | None = None, exact: bool = False) -> ChannelHit:
+    note = NoteSummary(note_id, f"{note_id}.md", note_id.title(), (), "", WHEN, WHEN)
+    snippets = (Snippet(snippet, (), snippet),) if snippet else ()
+    return ChannelHit(note, score, snippets, exact=exact)
+
+
+def result(channel: str, *hits: ChannelHit) -> ChannelResult:
+    return ChannelResult(channel, hits)
+
+
+def test_one_channel_keeps_its_order_and_scores():
+    hits = merge([result("lexical", hit("a", 7.5), hit("b", 3.0)), result("semantic")], 10, DEFAULT)
+    assert [(h.note.id, h.score, h.channels) for h in hits] == [("a", 7.5, {"lexical": 1}), ("b", 3.0, {"lexical": 2})]
+    assert hits[0].trace["lexical"].contribution == hits[0].score
+
+
+def test_trace_sums_to_the_score_and_keeps_channel_scores():
+    lexical = result("lexical", hit("a", 9.0), hit("b", 4.0, exact=True))
+    semantic = result("semantic", hit("b", 0.83), hit("c", 0.80))
+    hits = merge([lexical, semantic], 10, DEFAULT)
+    by_id = {h.note.id: h for h in hits}
+    for h in hits:
+        assert h.score == pytest.approx(sum(t.contribution for t in h.trace.values()))
+    assert by_id["b"].trace["semantic"].score == 0.83
+    assert by_id["b"].trace["lexical"].rank == 2
+    assert by_id["b"].trace[PHRASE].rank == 1
+    assert by_id["b"].channels == {"lexical": 2, "semantic": 1}  # the phrase list is not a channel
+    assert [h.note.id for h in hits] == ["b", "a", "c"]
+
+
+def test_weights_and_k_come_from_the_configuration():
+    lexical = result("lexical", hit("a"), hit("b"))
+    semantic = result("semantic", hit("b"), hit("a"))
+    assert [h.note.id for h in merge([lexical, semantic], 10, FusionConfig(semantic_weight=2.0))] == ["b", "a"]
+    assert [h.note.id for h in merge([lexical, semantic], 10, FusionConfig(lexical_weight=2.0))] == ["a", "b"]
+    (top, _) = merge([lexical, semantic], 10, FusionConfig(k=10))
+    assert top.score == pytest.approx(1 / 11 + 1 / 12)
+
+
+def test_exact_phrase_survives_a_disagreeing_semantic_channel():
+    # "exact" is 3rd lexically and unknown to the semantic channel, whose
+    # favourites are also lexical hits: without the phrase list it would fall
+    # below them.
+    lexical = result("lexical", hit("x"), hit("y"), hit("exact", exact=True))
+    semantic = result("semantic", hit("x"), hit("y"), hit("z"))
+    without = merge([lexical, semantic], 10, FusionConfig(phrase_weight=0.0))
+    assert [h.note.id for h in without][:2] == ["x", "y"]
+    ids = [h.note.id for h in merge([lexical, semantic], 10, DEFAULT)]
+    assert ids.index("exact") < ids.index("z")
+    assert ids.index("exact") <= 2
+
+
+def test_snippets_are_merged_without_duplicates_lexical_first():
+    lexical = result("lexical", hit("a", snippet="…le mot exact ici…"))
+    semantic = result("semantic", hit("a", snippet="le mot exact ici"), hit("b", snippet="autre passage"))
+    (a, b) = merge([lexical, semantic], 10, DEFAULT)
+    assert [s.text for s in a.snippets] == ["…le mot exact ici…"]
+    assert [s.text for s in b.snippets] == ["autre passage"]
+
+
+def test_limit_and_empty_channels():
+    assert merge([result("lexical"), result("semantic")], 10, DEFAULT) == ()
+    lexical = result("lexical", *(hit(f"n{i}") for i in range(30)))
+    semantic = result("semantic", *(hit(f"n{i}") for i in range(29, -1, -1)))
+    assert len(merge([lexical, semantic], 5, DEFAULT)) == 5
+
+
+@pytest.mark.parametrize(
+    ("query", "title", "text", "expected"),
+    [
+        ("agent sans API", "Notes", "L'agent, sans api, est aveugle.", True),
+        ("agent sans API", "Notes", "l'agent est sans API", False),
+        ("Interopérabilité", "L'interopérabilité des agents", "", True),
+        ("interopérabilité", "Notes", "de l'interopérabilité", False),  # one word: titles only
+        ("interoperabilite", "L'interopérabilité", "", False),  # exact means exact accents
+        ("C:\\temp", "Chemins", "copier dans C:\\temp puis", True),
+        ('"x', "x", "", True),
+        ("agent", "agents", "", False),  # whole words
+    ],
+)
+def test_phrase_test(query: str, title: str, text: str, expected: bool):
+    holds = phrase_test(query)
+    assert holds is not None
+    assert holds(title, text) is expected
+
+
+def test_phrase_test_ignores_queries_without_a_phrase():
+    assert phrase_test("") is None
+    assert phrase_test("-- ?! ") is None
+    assert phrase_test(" ".join(["mot"] * (MAX_PHRASE_WORDS + 1))) is None
