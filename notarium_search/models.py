@@ -191,6 +191,25 @@ class NotesPage:
 
 
 @dataclass(frozen=True, slots=True)
+class NoteLink:
+    """An outgoing wiki-link as written, and the note it resolves to."""
+
+    target: str
+    heading: str | None
+    alias: str | None
+    note: NoteSummary | None  # None: dangling (no note of that name)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteDetail:
+    record: NoteRecord
+    links: tuple[NoteLink, ...]  # resolved outgoing links, in order
+    dangling: tuple[NoteLink, ...]  # outgoing links to no note
+    backlinks: tuple[NoteSummary, ...]  # notes linking here
+    content: str | None  # the note's Markdown, when asked for
+
+
+@dataclass(frozen=True, slots=True)
 class FeedPage:
     items: tuple[NoteSummary, ...]
     next_cursor: str | None
@@ -236,6 +255,8 @@ class ChannelStatus:
     total: int | None = None
     per_second: float | None = None
     eta_seconds: float | None = None
+    links: int | None = None  # graph: wiki-links written in the space
+    dangling: int | None = None  # graph: links whose target is no note
 
 
 @dataclass(frozen=True, slots=True)

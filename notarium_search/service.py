@@ -9,17 +9,21 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from notarium_search import metadata
 from notarium_search.errors import ChannelUnavailable, InvalidParameter, NoteNotFound, UnknownSpace
+from notarium_search.graph import GRAPH_SEEDS
 from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
 from notarium_search.models import (
     FeedFilter,
     FeedPage,
+    NoteDetail,
+    NoteLink,
     NoteRecord,
     NotesPage,
     SearchHit,
@@ -27,7 +31,7 @@ from notarium_search.models import (
     SpaceStatus,
 )
 from notarium_search.settings import SPACE_NAME_RE, Settings
-from notarium_search.space import NOT_YET_AVAILABLE, Space
+from notarium_search.space import Space
 
 if TYPE_CHECKING:
     from notarium_search.embedding import Embedder
@@ -103,7 +107,11 @@ class Service:
         _check_limit(limit)
         filters = self._filters(space, filters)
         started = time.perf_counter()
-        degraded: dict[str, str] = {"graph": NOT_YET_AVAILABLE} if self.settings.graph_boost else {}
+        degraded: dict[str, str] = {}
+        graph = space.graph if self.settings.graph_boost and text.strip() else None
+        if graph is not None and not graph.ready:
+            degraded["graph"] = "reading the notes' links"
+            graph = None
         semantic = space.semantic
         pending = None
         if text.strip() and semantic is not None:
@@ -111,7 +119,7 @@ class Service:
                 pending = self._query_pool.submit(self.embedder.embed_query, text)
             else:
                 degraded["semantic"] = semantic.why_not_ready()
-        fused = pending is not None
+        fused = pending is not None or graph is not None
         depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit
         results = [
             lexical.search(
@@ -128,6 +136,11 @@ class Service:
             vector = self._wait_for(pending, started, degraded)
             if vector is not None:
                 results.append(semantic.search(vector, text, filters, depth))
+        if graph is not None:
+            # The graph follows links from the best text hits, fused as the user would see them.
+            seeds = [hit.note.id for hit in merge(results, GRAPH_SEEDS, self.settings.fusion)]
+            titles = {hit.note.id: hit.note.title for result in results for hit in result.hits}
+            results.append(graph.search(seeds, titles, filters, depth))
         hits = _with_snippets(space, text, merge(results, limit, self.settings.fusion))
         return SearchResponse(
             query=text,
@@ -184,6 +197,33 @@ class Service:
             raise InvalidParameter(str(exc)) from exc
         return NotesPage(tuple(items), next_cursor, partial=not space.ready)
 
+    def has_note(self, name: str, note_id: str) -> bool:
+        return bool(lexical.payloads_by_id(self.space(name).lexical, [note_id]))
+
+    def note(self, name: str, note_id: str, content: bool = False) -> NoteDetail:
+        """A note's metadata, outgoing links, backlinks and dangling links;
+        its Markdown too when `content` (bounded like indexing)."""
+        space = self.space(name)
+        payloads = lexical.payloads_by_id(space.lexical, [note_id])
+        payload = payloads.get(note_id)
+        if payload is None:
+            raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
+        graph = space.graph.graph
+        outgoing = graph.outgoing(note_id)
+        linked = lexical.payloads_by_id(
+            space.lexical, {link.target_id for link in outgoing if link.target_id} | set(graph.backlinks(note_id))
+        )
+        links: list[NoteLink] = []
+        dangling: list[NoteLink] = []
+        for link in outgoing:
+            target = linked.get(link.target_id) if link.target_id else None
+            entry = NoteLink(link.target, link.heading, link.alias, target.summary() if target else None)
+            (links if target else dangling).append(entry)
+        backlinks = tuple(linked[i].summary() for i in graph.backlinks(note_id) if i in linked)
+        text = read_markdown(space.config.path, payload.path, self.settings.max_file_bytes) if content else None
+        record = metadata.record(payload, self.settings.activation_fields)
+        return NoteDetail(record, tuple(links), tuple(dangling), backlinks, text)
+
     def activations(self, name: str, filters: FeedFilter, since: datetime | None, limit: int) -> list[NoteRecord]:
         space = self.space(name)
         _check_limit(limit)
@@ -203,6 +243,21 @@ def load_configured_embedder(settings: Settings) -> Embedder:
         bulk_threads=settings.embed_threads,
         batch_size=settings.embed_batch_size,
     )
+
+
+def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
+    """A note's file as text, read-only; None when it is gone or not inside
+    the space (the path comes from the index, but a symlink may have moved)."""
+    base = root.resolve()
+    path = (base / rel_path).resolve()
+    if base not in path.parents:
+        return None
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(max_bytes)
+    except OSError:
+        return None
+    return raw.decode("utf-8-sig", errors="replace")
 
 
 def _with_snippets(space: Space, text: str, hits: tuple[SearchHit, ...]) -> tuple[SearchHit, ...]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import structlog
 
+from notarium_search.graph_channel import GraphChannel
 from notarium_search.indexer import SpaceIndexer, index_fingerprint
 from notarium_search.lexical import search as lexical_search
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
@@ -34,7 +35,6 @@ from notarium_search.models import (
 from notarium_search.settings import Settings, SpaceConfig
 
 BUILDING_MESSAGE = "Building search index…"
-NOT_YET_AVAILABLE = "not available in this version"
 
 if TYPE_CHECKING:
     from notarium_search.embedding import Embedder
@@ -75,6 +75,9 @@ class Space:
         if self.lexical.created:
             manifest.entries.clear()
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
+        self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost)
+        if read_only:
+            self.graph.build()  # nothing will reconcile: read the committed links now
         self.semantic: SemanticChannel | None = None
         if settings.vector_search and not read_only:
             from notarium_search.semantic.space_channel import SemanticChannel
@@ -162,6 +165,7 @@ class Space:
             self._ready.set()  # searches answer from the last commit, flagged as partial
             raise
         self._failure = None
+        self.graph.after_lexical(progress.changed_ids, progress.deleted_ids)
         if progress.state == IndexState.READY:
             self._ready.set()
         return progress
@@ -191,8 +195,8 @@ class Space:
             notes=int(self.lexical.searcher().num_docs),
             skipped=self.indexer.skipped_total,
             lexical=lexical,
-            semantic=self.semantic.status() if self.semantic is not None else self.channel_status(False),
-            graph=self.channel_status(self.settings.graph_boost),
+            semantic=self.semantic.status() if self.semantic is not None else ChannelStatus(ChannelState.DISABLED),
+            graph=self.graph.status(),
             message=BUILDING_MESSAGE if self._building() else None,
             collections={
                 c.name: lexical_search.count_notes(self.lexical, FeedFilter(collections=(c.name,)))
@@ -204,12 +208,6 @@ class Space:
         if self.indexer.progress.state == IndexState.BUILDING:
             return True
         return self.semantic is not None and not self.semantic.unavailable and not self.semantic.ready
-
-    @staticmethod
-    def channel_status(enabled: bool) -> ChannelStatus:
-        if not enabled:
-            return ChannelStatus(ChannelState.DISABLED)
-        return ChannelStatus(ChannelState.UNAVAILABLE, NOT_YET_AVAILABLE)
 
 
 def _lock_space(directory: Path) -> TextIO:

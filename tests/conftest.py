@@ -43,7 +43,7 @@ class Vault:
     def remove(self, rel_path: str, space: str = "notes") -> None:
         (self.root / space / rel_path).unlink()
 
-    def settings(self, collections: tuple[CollectionConfig, ...] = (), **overrides: object) -> Settings:
+    def settings(self, *, collections: tuple[CollectionConfig, ...] = (), **overrides: object) -> Settings:
         """Every folder of the root is a space; `collections` go to the "notes" space."""
         spaces = []
         for child in sorted(self.root.iterdir()):
@@ -53,9 +53,9 @@ class Vault:
         base = Settings(spaces=tuple(spaces), spaces_root=self.root, index_dir=self.index_dir, log_level="warning")
         return replace(base, **overrides)  # type: ignore[arg-type]
 
-    def service(self, collections: tuple[CollectionConfig, ...] = (), **overrides: object) -> Service:
+    def service(self, *, collections: tuple[CollectionConfig, ...] = (), **overrides: object) -> Service:
         """A service whose spaces are fully indexed (synchronously)."""
-        service = Service(self.settings(collections, **overrides))
+        service = Service(self.settings(collections=collections, **overrides))
         for space in service.spaces.values():
             space.run_reconcile()
         return service

@@ -132,9 +132,11 @@ def test_flags_are_reported_and_degrade(vault: Vault):
         assert (status["vector_search"], status["graph_boost"]) == (True, True)
         assert status["spaces"][0]["semantic"]["state"] == "unavailable"
         assert "NOTARIUM_MODEL_DIR" in status["spaces"][0]["semantic"]["reason"]
+        assert status["spaces"][0]["graph"]["state"] == "ready"
         body = client.get("/spaces/notes/search", params={"q": "texte"}).json()
         assert body["results"][0]["id"] == "a"
-        assert set(body["degraded"]) == {"semantic", "graph"}
+        assert set(body["degraded"]) == {"semantic"}  # the graph answers (nothing linked here)
+        assert body["channels_used"] == ["lexical", "graph"]
         assert "NOTARIUM_MODEL_DIR" in body["degraded"]["semantic"]
 
 

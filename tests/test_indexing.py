@@ -23,7 +23,7 @@ def note(note_id: str, body: str) -> str:
 
 def restart(service: Service, vault: Vault, **overrides: object) -> Service:
     service.stop()
-    return vault.service(**overrides)
+    return vault.service(**overrides)  # type: ignore[arg-type]
 
 
 def tree_fingerprint(root: Path) -> dict[str, tuple[int, str]]:

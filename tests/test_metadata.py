@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -38,7 +39,7 @@ BOOK = (
 
 
 @pytest.fixture
-def service(vault: Vault) -> Service:
+def service(vault: Vault) -> Iterator[Service]:
     for path, text in NOTES.items():
         vault.write(path, text)
     vault.write("publications/Article Livre.md", BOOK)
@@ -97,7 +98,7 @@ def test_activation_fields_are_configurable(vault: Vault):
 
 def test_activations_window_newest_first(service: Service):
     recent = service.activations("notes", FeedFilter(), datetime(2024, 5, 15, tzinfo=UTC), 20)
-    assert [(n.note.id, [a.where for a in n.activations]) for n in recent][0] == ("dora-1.md", ["Blog"])
+    assert next((n.note.id, [a.where for a in n.activations]) for n in recent) == ("dora-1.md", ["Blog"])
     # The undated use of nis2 counts as of its last update (2024-04-01): outside this window.
     assert "nis2.md" not in [n.note.id for n in recent]
     everything = service.activations("notes", FeedFilter(), None, 20)
@@ -108,7 +109,8 @@ def test_activations_window_newest_first(service: Service):
 
 def test_pagination_of_metadata_queries(service: Service):
     first = service.notes("notes", FeedFilter(), 3, None)
-    assert len(first.items) == 3 and first.next_cursor
+    assert len(first.items) == 3
+    assert first.next_cursor
     second = service.notes("notes", FeedFilter(), 20, first.next_cursor)
     assert not set(note_ids(first)) & set(note_ids(second))
     assert len(note_ids(first) + note_ids(second)) == len(NOTES) + 3
@@ -138,7 +140,8 @@ def test_collection_filter_on_search_feed_and_related(vault: Vault, service: Ser
     vector_service = vault.service(collections=(ARTICLES, TOP_LEVEL), vector_search=True)
     build_semantic(vector_service, HashEmbedder())
     related = vector_service.related("notes", "dora-1.md", 10, filters=FeedFilter(collections=("articles",)))
-    assert related and {e.note.id for e in related} <= {
+    assert related
+    assert {e.note.id for e in related} <= {
         "publications/Article Livre.md",
         "publications/anciens/Article Ancien.md",
     }

@@ -23,11 +23,13 @@ from notarium_search.api.schemas import (
     ActivationsBody,
     FeedBody,
     Health,
+    NoteBody,
     NotesBody,
     RelatedBody,
     SearchBody,
     SpaceOut,
     StatusBody,
+    note_body,
     note_out,
     note_record_out,
     related_note,
@@ -129,18 +131,23 @@ def feed(
 def note_route(
     state: State,
     space: SpaceName,
-    note_path: Annotated[str, PathParameter(description="note id, then /related")],
+    note_path: Annotated[str, PathParameter(description="note id (may contain /), optionally then /related")],
+    content: Annotated[bool, Parameter(description="Include the note's Markdown")] = False,
     limit: Limit = 10,
     min_days_apart: Annotated[float, Parameter(ge=0, le=36500)] = 0.0,
     collection: Collections = None,
-) -> RelatedBody:
-    """`/notes/{id}/related`: semantic neighbours of a note (ids may contain `/`)."""
-    note_id, _, action = note_path.strip("/").rpartition("/")
-    if action != "related" or not note_id:
-        raise NotFoundException(f"unknown note route: expected /spaces/{space}/notes/{{id}}/related")
+) -> NoteBody | RelatedBody:
+    """`/notes/{id}`: a note's metadata, links, backlinks and dangling links.
+    `/notes/{id}/related`: its semantic neighbours."""
     service: Service = state.service
-    echoes = service.related(space, note_id, limit, min_days_apart, FeedFilter(collections=_names(collection)))
-    return RelatedBody(note_id, [related_note(e) for e in echoes])
+    whole = note_path.strip("/")
+    note_id, _, action = whole.rpartition("/")
+    if action == "related" and note_id and not service.has_note(space, whole):
+        echoes = service.related(space, note_id, limit, min_days_apart, FeedFilter(collections=_names(collection)))
+        return RelatedBody(note_id, [related_note(e) for e in echoes])
+    if not whole:
+        raise NotFoundException(f"unknown note route: expected /spaces/{space}/notes/{{id}}")
+    return note_body(service.note(space, whole, content))
 
 
 @get("/spaces/{space:str}/notes", sync_to_thread=True)

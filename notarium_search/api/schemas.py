@@ -6,7 +6,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from notarium_search.models import NoteRecord, NoteSummary, SearchHit, SearchResponse, Snippet, SpaceStatus
+from notarium_search.models import (
+    NoteDetail,
+    NoteLink,
+    NoteRecord,
+    NoteSummary,
+    SearchHit,
+    SearchResponse,
+    Snippet,
+    SpaceStatus,
+)
 
 if TYPE_CHECKING:
     from notarium_search.semantic.channel import Echo
@@ -119,6 +128,33 @@ class ActivationsBody:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkOut:
+    target: str  # as written in the note
+    heading: str | None
+    alias: str | None
+    id: str | None  # the note it resolves to; null when dangling
+    path: str | None
+    title: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedNoteOut:
+    id: str
+    path: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoteBody:
+    note: NoteRecordOut
+    aliases: list[str]
+    links: list[LinkOut]
+    backlinks: list[LinkedNoteOut]
+    dangling: list[LinkOut]
+    content: str | None  # the Markdown file, with ?content=1
+
+
+@dataclass(frozen=True, slots=True)
 class SpaceOut:
     name: str
     path: str
@@ -161,6 +197,29 @@ def note_record_out(record: NoteRecord) -> NoteRecordOut:
         collections=list(record.collections),
         fields=dict(record.frontmatter),
         activations=[ActivationOut(a.where, a.date, a.dated) for a in record.activations],
+    )
+
+
+def link_out(link: NoteLink) -> LinkOut:
+    note = link.note
+    return LinkOut(
+        link.target,
+        link.heading,
+        link.alias,
+        note.id if note else None,
+        note.path if note else None,
+        note.title if note else None,
+    )
+
+
+def note_body(detail: NoteDetail) -> NoteBody:
+    return NoteBody(
+        note=note_record_out(detail.record),
+        aliases=list(detail.record.note.aliases),
+        links=[link_out(link) for link in detail.links],
+        backlinks=[LinkedNoteOut(n.id, n.path, n.title) for n in detail.backlinks],
+        dangling=[link_out(link) for link in detail.dangling],
+        content=detail.content,
     )
 
 

@@ -1,0 +1,80 @@
+"""The wiki-link graph of one space, kept in step with its lexical index, and
+the graph channel's answer to a query (GRAPH_BOOST).
+
+The graph is always built (the note endpoint serves links and backlinks);
+only the channel is optional. The writer thread updates it after each
+lexical pass, from the committed notes; request threads read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import structlog
+
+from notarium_search.graph import LinkGraph, NoteLinks, explain, rank_neighbours
+from notarium_search.lexical import search as lexical
+from notarium_search.lexical.store import LexicalIndex
+from notarium_search.models import ChannelHit, ChannelResult, ChannelState, ChannelStatus, FeedFilter
+
+CHANNEL = "graph"
+
+log = structlog.get_logger(__name__)
+
+
+class GraphChannel:
+    def __init__(self, space: str, lexical_index: LexicalIndex, enabled: bool) -> None:
+        self.space = space
+        self.lexical = lexical_index
+        self.enabled = enabled
+        self.graph = LinkGraph()
+        self.built = False
+
+    # -- writer thread -----------------------------------------------------
+
+    def after_lexical(self, changed: Iterable[str], deleted: Iterable[str]) -> None:
+        """The first call reads every note; later ones only what changed."""
+        if not self.built:
+            self.build()
+            return
+        changed = set(changed)
+        payloads = lexical.payloads_by_id(self.lexical, changed)
+        for note_id in set(deleted) | (changed - set(payloads)):
+            self.graph.remove(note_id)
+        for payload in payloads.values():
+            self.graph.upsert(NoteLinks.of(payload))
+
+    def build(self) -> None:
+        for payload in lexical.all_payloads(self.lexical):
+            self.graph.upsert(NoteLinks.of(payload))
+        self.built = True
+        stats = self.graph.stats()
+        log.info("graph_built", space=self.space, notes=stats.notes, links=stats.links, dangling=stats.dangling)
+
+    # -- readers -----------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.enabled and self.built
+
+    def status(self) -> ChannelStatus:
+        stats = self.graph.stats()
+        if not self.enabled:
+            state, reason = ChannelState.DISABLED, None
+        elif not self.built:
+            state, reason = ChannelState.BUILDING, "reading the notes' links"
+        else:
+            state, reason = ChannelState.READY, None
+        return ChannelStatus(state, reason, links=stats.links, dangling=stats.dangling)
+
+    def search(self, seeds: Sequence[str], titles: Mapping[str, str], filters: FeedFilter, limit: int) -> ChannelResult:
+        """Notes linked with the best text hits (`seeds`, best first)."""
+        allowed = lexical.note_ids_matching(self.lexical, filters)
+        ranked = [h for h in rank_neighbours(self.graph, seeds) if allowed is None or h.note_id in allowed][:limit]
+        payloads = lexical.payloads_by_id(self.lexical, [h.note_id for h in ranked])
+        hits = tuple(
+            ChannelHit(payloads[h.note_id].summary(), h.score, (), reason=explain(h, titles))
+            for h in ranked
+            if h.note_id in payloads  # deleted since the graph was read
+        )
+        return ChannelResult(CHANNEL, hits)
