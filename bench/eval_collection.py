@@ -19,8 +19,8 @@ the space is also embedded, synchronously, with the real semantic channel
     python bench/eval_collection.py ../shared/eval/piaf-fr --language fr \\
         --model ../shared/models/multilingual-e5-small-int8 --out /tmp/eval-piaf.json
 
-`--fusion-sweep` also re-fuses the two single-channel rankings with other RRF
-constants and channel weights (bench-only; the service keeps k=60, equal weights).
+`--dump FILE` also writes each query's channel rankings with their scores, for
+bench/fusion_sweep.py to score other fusion settings offline.
 
 Each run reports nDCG@10, Recall@100 and the query latency p50 (one query at a
 time, in-process); the build reports embedding throughput (fragments/s). The
@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.perf_lexical import code_version
-from notarium_search.fusion import rrf
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.models import FeedFilter
@@ -77,12 +76,6 @@ REFERENCES: dict[str, dict[str, tuple[float, float]]] = {
     "piaf-fr": {"bm25": (0.798, 0.961), "semantic": (0.766, 0.976), "rrf_k60": (0.825, 0.988)},
     "cranfield": {"bm25": (0.349, 0.717), "semantic": (0.360, 0.729), "rrf_k60": (0.391, 0.757)},
 }
-
-# --fusion-sweep: RRF constants and lexical-channel weights (the semantic channel
-# keeps weight 1) around the service's k=60, equal weights. Small k trusts each
-# channel's top ranks more; a weight > 1 trusts the lexical channel more.
-SWEEP_K = (10, 30, 60, 100)
-SWEEP_LEXICAL_WEIGHTS = (0.5, 1.0, 1.5, 2.0)
 
 Ranker = Callable[[str], tuple[list[str], bool]]
 """Query text → note ids best first, and whether a channel failed to answer."""
@@ -133,10 +126,8 @@ def score(
     rank: Ranker,
     queries: dict[str, str],
     qrels: dict[str, dict[str, int]],
-    keep: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
-    """Run every query through `rank`, one at a time; quality and latency.
-    `keep`, when given, receives each query's ranking (for `fusion_sweep`)."""
+    """Run every query through `rank`, one at a time; quality and latency."""
     load = load_average()
     ndcgs, recalls, took = [], [], []
     degraded = 0
@@ -145,8 +136,6 @@ def score(
         ranked, was_degraded = rank(text)
         took.append((time.perf_counter() - started) * 1000)
         degraded += was_degraded
-        if keep is not None:
-            keep[qid] = ranked
         ndcgs.append(ndcg(ranked, qrels[qid]))
         recalls.append(recall(ranked, qrels[qid]))
     return {
@@ -293,33 +282,6 @@ def compare(runs: dict[str, dict[str, Any]], collection: str) -> dict[str, Any]:
     return out
 
 
-def fusion_sweep(
-    lexical_runs: dict[str, list[str]], semantic_runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]
-) -> list[dict[str, Any]]:
-    """RRF of the two single-channel rankings (top 100 each, exactly what
-    Service.search fuses) for other k and channel weights than the defaults;
-    k=60 with equal weights reproduces the `hybrid` run. Bench-only: the
-    service's fusion is not changed."""
-    rows = []
-    for k in SWEEP_K:
-        for weight in SWEEP_LEXICAL_WEIGHTS:
-            ndcgs, recalls = [], []
-            for qid, lexical_ids in lexical_runs.items():
-                fused = rrf({"lexical": lexical_ids, "semantic": semantic_runs[qid]}, k, {"lexical": weight})
-                ranked = [entry.note_id for entry in fused[:RECALL_DEPTH]]
-                ndcgs.append(ndcg(ranked, qrels[qid]))
-                recalls.append(recall(ranked, qrels[qid]))
-            rows.append(
-                {
-                    "k": k,
-                    "lexical_weight": weight,
-                    "ndcg@10": round(statistics.fmean(ndcgs), 4),
-                    "recall@100": round(statistics.fmean(recalls), 4),
-                }
-            )
-    return rows
-
-
 def dump_channels(
     service: Service, embedder: Embedder, queries: dict[str, str], space: str = SPACE
 ) -> dict[str, dict[str, Any]]:
@@ -348,11 +310,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", type=Path, metavar="DIR", help="embedding pack: also run semantic and hybrid")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument("--dump", type=Path, help="with --model: write each query's channel rankings here")
-    parser.add_argument(
-        "--fusion-sweep",
-        action="store_true",
-        help="with --model: also score RRF of the two channels for other k and lexical weights",
-    )
     return parser.parse_args(argv)
 
 
@@ -376,9 +333,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "semantic": semantic_ranker(service, SPACE, embedder),
             "hybrid": hybrid_ranker(service, SPACE),
         }
-        rankings: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}
-        runs = {mode: score(rankers[mode], queries, qrels, rankings[mode]) for mode in MODES}
-        sweep = fusion_sweep(rankings["lexical"], rankings["semantic"], qrels) if args.fusion_sweep else None
+        runs = {mode: score(rankers[mode], queries, qrels) for mode in MODES}
         if args.dump is not None:
             dumped = {"qrels": qrels, "queries": dump_channels(service, embedder, queries)}
             args.dump.write_text(json.dumps(dumped), encoding="utf-8")
@@ -394,7 +349,6 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "embedding": embedding,
             "runs": runs,
             "comparison": compare(runs, name),
-            **({"fusion_sweep": sweep} if sweep is not None else {}),
         }
     finally:
         service.stop()

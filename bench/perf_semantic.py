@@ -37,7 +37,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,10 +76,12 @@ from bench.perf_lexical import (
     summarize,
 )
 from notarium_search.embedding import load_embedder
+from notarium_search.graph import GRAPH_SEEDS
+from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.models import FeedFilter
-from notarium_search.service import Service
+from notarium_search.service import CANDIDATES_PER_CHANNEL, PHRASE_DEPTH, Service
 from notarium_search.settings import Settings, SpaceConfig
 
 if TYPE_CHECKING:
@@ -245,6 +247,7 @@ def measure_in_process(built: Built, queries: list[BenchQuery], plan: Plan) -> d
         lexical.search(space.lexical, query.text, FeedFilter(), SEARCH_LIMIT, service.settings.ranking)
         lexical_ms.append(elapsed_ms(started))
     return {
+        **_measure_fusion_and_graph(built, queries, vectors),
         "load_average_at_start": load,
         "warmup": plan.warmup,
         "query_embed_timeout_ms": service.settings.query_embed_timeout_ms,
@@ -257,6 +260,51 @@ def measure_in_process(built: Built, queries: list[BenchQuery], plan: Plan) -> d
         "query_embedding": summarize(embed_ms),
         "semantic_channel_given_vector": summarize(semantic_ms),
         "lexical_channel": summarize(lexical_ms),
+    }
+
+
+def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: list[Any]) -> dict[str, Any]:
+    """Fusion alone (hybrid.merge over the channel lists Service.search fuses:
+    the best CANDIDATES_PER_CHANNEL of each, the phrase flags, the graph list),
+    then whole searches with the graph channel on."""
+    service = built.service
+    space = service.spaces[SPACE]
+    channel = space.semantic
+    assert channel is not None
+    depth = CANDIDATES_PER_CHANNEL
+    fusion_ms, graph_ms = [], []
+    for query, vector in zip(queries, vectors, strict=True):
+        results = [
+            lexical.search(
+                space.lexical, query.text, FeedFilter(), depth, service.settings.ranking, phrase_depth=PHRASE_DEPTH
+            ),
+            channel.search(vector, query.text, FeedFilter(), depth),
+        ]
+        seeds = [hit.note.id for hit in merge(results, GRAPH_SEEDS, service.settings.fusion)]
+        titles = {hit.note.id: hit.note.title for result in results for hit in result.hits}
+        started = time.perf_counter()
+        results.append(space.graph.search(seeds, titles, FeedFilter(), depth))
+        graph_ms.append(elapsed_ms(started))
+        started = time.perf_counter()
+        merge(results, SEARCH_LIMIT, service.settings.fusion)
+        fusion_ms.append(elapsed_ms(started))
+    # The same service, spaces and model with GRAPH_BOOST on, then back off.
+    settings = service.settings
+    service.settings, space.graph.enabled = replace(settings, graph_boost=True), True
+    hybrid_graph_ms = []
+    try:
+        for query in queries:
+            started = time.perf_counter()
+            service.search(SPACE, query.text, FeedFilter(), SEARCH_LIMIT)
+            hybrid_graph_ms.append(elapsed_ms(started))
+    finally:
+        service.settings, space.graph.enabled = settings, False
+    stats = space.graph.graph.stats()
+    return {
+        "fusion_alone": summarize(fusion_ms),
+        "graph_channel_given_seeds": summarize(graph_ms),
+        "hybrid_with_graph": summarize(hybrid_graph_ms),
+        "graph": {"links": stats.links, "resolved": stats.resolved, "dangling": stats.dangling},
     }
 
 
@@ -378,6 +426,9 @@ def print_summary(results: dict[str, Any]) -> None:
         ("  query embedding alone", _latency(queries["query_embedding"])),
         ("  semantic channel alone", _latency(queries["semantic_channel_given_vector"])),
         ("  lexical channel alone", _latency(queries["lexical_channel"])),
+        ("  fusion alone (3 channels)", _latency(queries["fusion_alone"])),
+        ("  graph channel given seeds", _latency(queries["graph_channel_given_seeds"])),
+        ("hybrid + graph in-process", _latency(queries["hybrid_with_graph"])),
         ("server semantic ready after", f"{http_['semantic_ready_seconds']:.1f} s"),
         ("hybrid HTTP 1 client", _latency(http_["single"])),
         (f"hybrid HTTP {http_['concurrent']['clients']} clients", _latency(http_["concurrent"])),

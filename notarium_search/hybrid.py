@@ -25,11 +25,12 @@ def merge(results: Sequence[ChannelResult], limit: int, config: FusionConfig) ->
         for hit in result.hits:
             found.setdefault(hit.note.id, {}).setdefault(result.channel, hit)
     rankings = {r.channel: [h.note.id for h in r.hits] for r in answering}
+    scores = {r.channel: [h.score for h in r.hits] for r in answering}
     exact = [h.note.id for r in answering for h in r.hits if h.exact]
     if exact:
-        rankings[PHRASE] = exact
+        rankings[PHRASE] = exact  # no scores: every exact match is as exact as the others
     merged = []
-    for entry in rrf(rankings, config.k, config.weights())[:limit]:
+    for entry in rrf(rankings, config.k, config.weights(), scores, config.score_floor)[:limit]:
         by_channel = found[entry.note_id]
         first = next(iter(by_channel.values()))
         trace = {

@@ -69,6 +69,11 @@ class FusionConfig:
     """Weight of the semantic (embedding) channel."""
     graph_weight: float = 1.0
     """Weight of the wiki-link graph channel (GRAPH_BOOST)."""
+    score_floor: float = 0.2
+    """How much of a channel's contribution does not depend on its own scores:
+    1 is plain rank-only RRF; below 1, a note's normalised score in the
+    channel (its place between the channel's lowest and highest score)
+    scales the rest. Must be in [0, 1]."""
     phrase_weight: float = 1.0
     """Weight of the exact-phrase list: lexical hits whose title or text holds
     the whole query (title only for a one-word query), so that an exact match
@@ -300,8 +305,8 @@ def _check(settings: Settings) -> None:
         raise ConfigError("max_file_bytes must be >= 1024 and commit_every >= 1")
     if not 1 <= settings.embed_batch_size <= 256 or settings.embed_threads < 0:
         raise ConfigError("embed_batch_size must be 1..256 and embed_threads >= 0")
-    if settings.fusion.k <= 0:
-        raise ConfigError("[fusion] k must be > 0")
+    if settings.fusion.k <= 0 or settings.fusion.score_floor > 1:
+        raise ConfigError("[fusion] k must be > 0 and score_floor at most 1")
     if settings.query_embed_timeout_ms < 1:
         raise ConfigError("query_embed_timeout_ms must be >= 1")
 

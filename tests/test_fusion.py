@@ -35,3 +35,46 @@ def test_ties_are_deterministic():
 def test_duplicates_in_a_channel_count_once():
     (only,) = rrf({"lexical": ["a", "a"]})
     assert only.trace["lexical"].rank == 1
+
+
+def test_score_floor_one_is_plain_rrf():
+    rankings = {"lexical": ["a", "b", "c"], "semantic": ["c", "a"]}
+    scores = {"lexical": [9.0, 2.0, 1.0], "semantic": [0.9, 0.1]}
+    plain = rrf(rankings)
+    same = rrf(rankings, scores=scores, score_floor=1.0)
+    assert [(f.note_id, f.score) for f in plain] == [(f.note_id, f.score) for f in same]
+
+
+def test_scores_modulate_contributions_within_a_channel():
+    # b is a close second lexically, c far behind: with scores, c loses more of its rank contribution.
+    rankings = {"lexical": ["a", "b", "c"]}
+    scores = {"lexical": [10.0, 9.5, 1.0]}
+    fused = {f.note_id: f for f in rrf(rankings, scores=scores, score_floor=0.2)}
+    assert fused["a"].trace["lexical"].modulation == pytest.approx(1.0)
+    assert fused["c"].trace["lexical"].modulation == pytest.approx(0.2)
+    assert fused["b"].trace["lexical"].modulation == pytest.approx(0.2 + 0.8 * 8.5 / 9.0)
+    for f in fused.values():
+        assert f.score == pytest.approx(sum(c.score for c in f.trace.values()))
+        assert f.trace["lexical"].score == pytest.approx(
+            f.trace["lexical"].modulation / (RRF_K + f.trace["lexical"].rank)
+        )
+
+
+def test_a_confident_channel_outweighs_a_flat_one():
+    # Lexical is sure of "x" (a wide score gap), semantic barely prefers "y" over "x"
+    # (both far above "z"): x wins. Rank-only RRF ties them (then the id decides).
+    rankings = {"lexical": ["x", "y", "z"], "semantic": ["y", "x", "z"]}
+    scores = {"lexical": [12.0, 1.5, 1.0], "semantic": [0.81, 0.80, 0.40]}
+    plain = rrf(rankings)
+    assert plain[0].score == pytest.approx(plain[1].score)
+    fused = rrf(rankings, scores=scores, score_floor=0.2)
+    assert [f.note_id for f in fused][:2] == ["x", "y"]
+    assert fused[0].score > fused[1].score * 1.1
+    # Equal scores in a channel carry no information: that channel stays rank-only.
+    flat = rrf({"lexical": ["p", "q"]}, scores={"lexical": [3.0, 3.0]}, score_floor=0.2)
+    assert [c.trace["lexical"].modulation for c in flat] == [1.0, 1.0]
+
+
+def test_scores_must_pair_with_rankings():
+    with pytest.raises(ValueError, match="pair"):
+        rrf({"lexical": ["a", "b"]}, scores={"lexical": [1.0]}, score_floor=0.5)

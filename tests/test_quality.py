@@ -12,8 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from bench.eval_collection import build, evaluate, load_judgments
+from bench.eval_collection import (
+    SPACE,
+    build,
+    build_vectors,
+    evaluate,
+    hybrid_ranker,
+    lexical_ranker,
+    load_embedder_from,
+    load_judgments,
+    score,
+    semantic_ranker,
+)
 from notarium_search.settings import RankingConfig
+from tests.conftest import models_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 EVAL_DIR = Path(os.environ.get("NOTARIUM_EVAL_DIR", ROOT.parent / "shared" / "eval"))
@@ -39,3 +51,27 @@ def test_lexical_ndcg(tmp_path: Path, name: str, language: str, minimum: float):
     finally:
         service.stop()
     assert result["ndcg@10"] >= minimum, result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "language"), [("piaf-fr", "fr"), ("cranfield", "en")])
+def test_hybrid_is_at_least_the_best_single_channel(tmp_path: Path, name: str, language: str):
+    """The real e5 pack, the real vector index, every query: fusion must not lose
+    to either channel alone (docs/ranking.md has the figures)."""
+    path = collection(name)
+    model = models_dir() / "multilingual-e5-small-int8"
+    service, _ = build(path, tmp_path, language, RankingConfig(), vector_search=True)
+    try:
+        embedder = load_embedder_from(model, service.settings)
+        build_vectors(service, embedder)
+        queries, qrels = load_judgments(path)
+        runs = {
+            "lexical": score(lexical_ranker(service, SPACE), queries, qrels),
+            "semantic": score(semantic_ranker(service, SPACE, embedder), queries, qrels),
+            "hybrid": score(hybrid_ranker(service, SPACE), queries, qrels),
+        }
+    finally:
+        service.stop()
+    ndcg = {mode: run["ndcg@10"] for mode, run in runs.items()}
+    assert runs["hybrid"]["degraded_queries"] == 0, runs
+    assert ndcg["hybrid"] >= max(ndcg["lexical"], ndcg["semantic"]), ndcg
