@@ -164,7 +164,7 @@ def lexical_ranker(service: Service, space: str) -> Ranker:
 
     def rank(text: str) -> tuple[list[str], bool]:
         result = lexical.search(index, text, FeedFilter(), RECALL_DEPTH, ranking)
-        return [hit.note.id for hit in result.hits], False
+        return [hit.note_id for hit in result.hits], False
 
     return rank
 
@@ -177,7 +177,7 @@ def semantic_ranker(service: Service, space: str, embedder: Embedder) -> Ranker:
 
     def rank(text: str) -> tuple[list[str], bool]:
         result = channel.search(embedder.embed_query(text), text, FeedFilter(), RECALL_DEPTH)
-        return [hit.note.id for hit in result.hits], False
+        return [hit.note_id for hit in result.hits], False
 
     return rank
 
@@ -294,9 +294,9 @@ def dump_channels(
         found = lexical.search(index, text, FeedFilter(), RECALL_DEPTH, ranking, with_snippets=False, phrase_depth=20)
         near = channel.search(embedder.embed_query(text), text, FeedFilter(), RECALL_DEPTH)
         out[qid] = {
-            "lexical": [[hit.note.id, hit.score] for hit in found.hits],
-            "semantic": [[hit.note.id, hit.score] for hit in near.hits],
-            "exact": [hit.note.id for hit in found.hits if hit.exact],
+            "lexical": [[hit.note_id, hit.score] for hit in found.hits],
+            "semantic": [[hit.note_id, hit.score] for hit in near.hits],
+            "exact": [hit.note_id for hit in found.hits if hit.exact],
         }
     return out
 

@@ -530,7 +530,7 @@ def settle(service: Service) -> dict[str, Any]:
     service.stop()
     waited = time.perf_counter() - started
     lexical = service.spaces[SPACE].lexical
-    lexical.index.reload()
+    lexical.reload()
     return {"merge_wait_seconds": round(waited, 3), "segments": int(lexical.searcher().num_segments)}
 
 

@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from importlib import metadata
@@ -76,6 +76,7 @@ from bench.perf_lexical import (
     summarize,
 )
 from notarium_search.embedding import load_embedder
+from notarium_search.fusion import rrf
 from notarium_search.graph import GRAPH_SEEDS
 from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
@@ -162,7 +163,7 @@ def build(settings: Settings, notes: int, reuse: bool) -> Built:
         service.embedder = embedder
         # Queries should run on the segments a long-running service has: Tantivy's
         # background merges ended during the (minutes-long) embedding.
-        space.lexical.index.reload()
+        space.lexical.reload()
         results["lexical_index"]["segments"] = int(space.lexical.searcher().num_segments)
     except BaseException:
         service.stop()
@@ -264,30 +265,47 @@ def measure_in_process(built: Built, queries: list[BenchQuery], plan: Plan) -> d
 
 
 def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: list[Any]) -> dict[str, Any]:
-    """Fusion alone (hybrid.merge over the channel lists Service.search fuses:
-    the best CANDIDATES_PER_CHANNEL of each, the phrase flags, the graph list),
-    then whole searches with the graph channel on."""
+    """The fusion step alone, on the channel lists Service.search fuses (the best
+    CANDIDATES_PER_CHANNEL of each, lexical phrase flags, the graph list): the
+    RRF with its traces (`fusion.rrf`), and the whole merge as the service runs
+    it (RRF, fetching the summaries of kept notes known by id only, snippets of
+    the kept notes). Then whole searches with the graph channel on."""
     service = built.service
     space = service.spaces[SPACE]
     channel = space.semantic
     assert channel is not None
-    depth = CANDIDATES_PER_CHANNEL
-    fusion_ms, graph_ms = [], []
+    depth, fusion = CANDIDATES_PER_CHANNEL, service.settings.fusion
+
+    def fetch(note_ids: Sequence[str]) -> dict[str, Any]:
+        return {i: p.summary() for i, p in lexical.payloads_by_id(space.lexical, note_ids).items()}
+
+    rrf_ms, merge_ms, graph_ms = [], [], []
     for query, vector in zip(queries, vectors, strict=True):
         results = [
             lexical.search(
-                space.lexical, query.text, FeedFilter(), depth, service.settings.ranking, phrase_depth=PHRASE_DEPTH
+                space.lexical,
+                query.text,
+                FeedFilter(),
+                depth,
+                service.settings.ranking,
+                snippet_depth=0,
+                phrase_depth=PHRASE_DEPTH,
             ),
-            channel.search(vector, query.text, FeedFilter(), depth),
+            channel.search(vector, query.text, FeedFilter(), depth, snippet_depth=0),
         ]
-        seeds = [hit.note.id for hit in merge(results, GRAPH_SEEDS, service.settings.fusion)]
-        titles = {hit.note.id: hit.note.title for result in results for hit in result.hits}
+        seeds = merge(results, GRAPH_SEEDS, fusion, fetch)
+        titles = {hit.note.id: hit.note.title for hit in seeds}
         started = time.perf_counter()
-        results.append(space.graph.search(seeds, titles, FeedFilter(), depth))
+        results.append(space.graph.search([hit.note.id for hit in seeds], titles, FeedFilter(), depth))
         graph_ms.append(elapsed_ms(started))
+        rankings = {r.channel: [h.note_id for h in r.hits] for r in results if r.hits}
+        scores = {r.channel: [h.score for h in r.hits] for r in results if r.hits}
         started = time.perf_counter()
-        merge(results, SEARCH_LIMIT, service.settings.fusion)
-        fusion_ms.append(elapsed_ms(started))
+        rrf(rankings, fusion.k, fusion.weights(), scores, fusion.score_floor)
+        rrf_ms.append(elapsed_ms(started))
+        started = time.perf_counter()
+        merge(results, SEARCH_LIMIT, fusion, fetch)
+        merge_ms.append(elapsed_ms(started))
     # The same service, spaces and model with GRAPH_BOOST on, then back off.
     settings = service.settings
     service.settings, space.graph.enabled = replace(settings, graph_boost=True), True
@@ -301,7 +319,8 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
         service.settings, space.graph.enabled = settings, False
     stats = space.graph.graph.stats()
     return {
-        "fusion_alone": summarize(fusion_ms),
+        "fusion_rrf_and_traces": summarize(rrf_ms),
+        "fusion_merge_with_snippets": summarize(merge_ms),
         "graph_channel_given_seeds": summarize(graph_ms),
         "hybrid_with_graph": summarize(hybrid_graph_ms),
         "graph": {"links": stats.links, "resolved": stats.resolved, "dangling": stats.dangling},
@@ -426,7 +445,8 @@ def print_summary(results: dict[str, Any]) -> None:
         ("  query embedding alone", _latency(queries["query_embedding"])),
         ("  semantic channel alone", _latency(queries["semantic_channel_given_vector"])),
         ("  lexical channel alone", _latency(queries["lexical_channel"])),
-        ("  fusion alone (3 channels)", _latency(queries["fusion_alone"])),
+        ("  fusion: RRF + traces (3 channels)", _latency(queries["fusion_rrf_and_traces"])),
+        ("  fusion: whole merge, snippets incl.", _latency(queries["fusion_merge_with_snippets"])),
         ("  graph channel given seeds", _latency(queries["graph_channel_given_seeds"])),
         ("hybrid + graph in-process", _latency(queries["hybrid_with_graph"])),
         ("server semantic ready after", f"{http_['semantic_ready_seconds']:.1f} s"),

@@ -7,7 +7,7 @@ is visible in one place.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -89,11 +89,25 @@ class NoteSummary:
 class ChannelHit:
     """One note found by one channel, with what that channel knows about it."""
 
-    note: NoteSummary
+    note: NoteSummary | None  # None: the channel knows the note by id only (fetched if fusion keeps it)
     score: float
     snippets: tuple[Snippet, ...]
     exact: bool = False  # lexical: the title or text holds the whole query
     reason: str | None = None  # graph: why the note was brought in ("linked from: …")
+    # Snippets made on demand: a channel cuts them only for the hits fusion keeps.
+    more_snippets: Callable[[], tuple[Snippet, ...]] | None = field(default=None, compare=False, repr=False)
+    note_id: str = ""  # the note's id (set from `note` when given)
+
+    def __post_init__(self) -> None:
+        if self.note is not None and not self.note_id:
+            object.__setattr__(self, "note_id", self.note.id)
+        if not self.note_id:
+            raise ValueError("a channel hit needs its note or its note id")
+
+    def all_snippets(self) -> tuple[Snippet, ...]:
+        if self.snippets or self.more_snippets is None:
+            return self.snippets
+        return self.more_snippets()
 
 
 @dataclass(frozen=True, slots=True)

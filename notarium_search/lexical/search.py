@@ -6,13 +6,15 @@ import base64
 import binascii
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 
 import msgspec
 import tantivy
 from tantivy import FieldType, Occur, Order, Query
 
+from notarium_search.analysis import Analyzers
 from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, plan_query
-from notarium_search.lexical.schema import Payload, decode_payload, meta_term
+from notarium_search.lexical.schema import Payload, decode_head, decode_payload, meta_term
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.models import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary, Snippet
 from notarium_search.phrase import phrase_test
@@ -52,22 +54,18 @@ def search(
     snippet_depth = limit if snippet_depth is None or not with_snippets else snippet_depth
     hits = []
     for rank, (score, address) in enumerate(result.hits):
-        payload = _payload(searcher, address)
-        snippets = make_snippets(payload.text, terms, index.analyzers) if rank < snippet_depth else ()
-        exact = holds_phrase is not None and rank < phrase_depth and holds_phrase(payload.title, payload.text)
-        hits.append(ChannelHit(payload.summary(), float(score), snippets, exact=exact))
+        raw = _raw_payload(searcher, address)
+        if rank < snippet_depth or rank < phrase_depth:
+            payload = decode_payload(raw)
+            exact = holds_phrase is not None and rank < phrase_depth and holds_phrase(payload.title, payload.text)
+            snippets = make_snippets(payload.text, terms, index.analyzers) if rank < snippet_depth else ()
+            later = partial(make_snippets, payload.text, terms, index.analyzers) if with_snippets else None
+            hits.append(ChannelHit(payload.summary(), float(score), snippets, exact=exact, more_snippets=later))
+        else:  # deep: fusion will drop most of these, so only the note's head is decoded now
+            later = partial(_snippets_of, raw, terms, index.analyzers) if with_snippets else None
+            hits.append(ChannelHit(decode_head(raw).summary(), float(score), (), more_snippets=later))
     unmatched = tuple(dict.fromkeys(t.surface for t in absent if not _prefix_matches(searcher, plan, t)))
     return ChannelResult(CHANNEL, tuple(hits), unmatched)
-
-
-def snippets_for(index: LexicalIndex, text: str, note_ids: Iterable[str]) -> dict[str, tuple[Snippet, ...]]:
-    """Lexical snippets of notes found deeper than the snippet depth (fusion
-    may lift them into the results)."""
-    plan = plan_query(text, index.analyzers)
-    absent = _absent_terms(index.searcher(), plan)
-    terms = HighlightTerms.from_plan(plan, frozenset(t.stem for t in absent if t.stem))
-    payloads = payloads_by_id(index, note_ids)
-    return {note_id: make_snippets(p.text, terms, index.analyzers) for note_id, p in payloads.items()}
 
 
 def _absent_terms(searcher: tantivy.Searcher, plan: QueryPlan) -> list[Term]:
@@ -139,7 +137,9 @@ def all_payloads(index: LexicalIndex) -> Iterator[Payload]:
 def payloads_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, Payload]:
     searcher = index.searcher()
     found: dict[str, Payload] = {}
-    for note_id in note_ids:
+    # One term query per id: 3 µs each at 10,000 notes, where one term-set
+    # query over 100 ids took 2.2 ms.
+    for note_id in dict.fromkeys(note_ids):
         result = searcher.search(Query.term_query(index.schema, "id", note_id), 1, count=False)
         if result.hits:
             found[note_id] = _payload(searcher, result.hits[0][1])
@@ -190,10 +190,18 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
 
 
 def _payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> Payload:
+    return decode_payload(_raw_payload(searcher, address))
+
+
+def _raw_payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> bytes:
     raw = searcher.doc(address).get_first("payload")
     if not isinstance(raw, bytes):
         raise ValueError("indexed document without payload: the index needs a rebuild")
-    return decode_payload(raw)
+    return raw
+
+
+def _snippets_of(raw: bytes, terms: HighlightTerms, analyzers: Analyzers) -> tuple[Snippet, ...]:
+    return make_snippets(decode_payload(raw).text, terms, analyzers)
 
 
 def _conjunction(clauses: list[tuple[Occur, Query]]) -> Query:

@@ -1,8 +1,8 @@
 """One space's Tantivy index on disk: open, write, commit, read.
 
 Only the space's writer thread calls the write methods; any thread may call
-`searcher()`. After every commit the reader is reloaded so that results are
-fresh at once.
+`searcher()`. After every commit the reader is reloaded (and the shared
+searcher replaced) so that results are fresh at once.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ class LexicalIndex:
         self.schema = self.index.schema
         self._writer: tantivy.IndexWriter | None = None
         self._write_lock = threading.Lock()
+        # Creating a searcher costs ~1.5 ms (measured at 10,000 notes): one is
+        # shared by every reader until the next commit replaces it.
+        self._searcher = self.index.searcher()
 
     def _open(self) -> tantivy.Index:
         try:
@@ -54,7 +57,12 @@ class LexicalIndex:
         return index
 
     def searcher(self) -> tantivy.Searcher:
-        return self.index.searcher()
+        return self._searcher
+
+    def reload(self) -> None:
+        """See the last commit (and finished merges) from now on."""
+        self.index.reload()
+        self._searcher = self.index.searcher()
 
     # -- writer side (the space's writer thread only) --------------------
 
@@ -91,7 +99,7 @@ class LexicalIndex:
         except BaseException:
             self._writer = None
             raise
-        self.index.reload()
+        self.reload()
 
     def close(self) -> None:
         """Release the writer lock (waits for background merges)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from notarium_search.semantic.index import Record, SemanticIndex, text_digest
 from notarium_search.snippets import HighlightTerms, make_snippets
 
 CHANNEL = "semantic"
-FRAGMENTS_PER_RESULT = 8  # nearest fragments fetched per wanted note: several fragments often share a note
+FRAGMENTS_PER_RESULT = 4  # nearest fragments fetched per wanted note: several fragments often share a note
 MIN_FRAGMENTS = 64
 SNIPPETS_PER_NOTE = 3
 RELATED_NEIGHBOURS = 20  # nearest fragments looked at for each fragment of the note
@@ -32,29 +33,52 @@ class Echo:
 
 
 def search(
-    index: SemanticIndex, lexical_index: LexicalIndex, query: np.ndarray, text: str, filters: FeedFilter, limit: int
+    index: SemanticIndex,
+    lexical_index: LexicalIndex,
+    query: np.ndarray,
+    text: str,
+    filters: FeedFilter,
+    limit: int,
+    snippet_depth: int | None = None,
 ) -> ChannelResult:
+    """The `limit` notes with the nearest fragments. The first `snippet_depth`
+    (all when None) come with their summary and snippets; the others by id,
+    with snippets cut on demand (fusion keeps few of them)."""
     allowed = lexical.note_ids_matching(lexical_index, filters)
     hits = index.search(query, max(limit * FRAGMENTS_PER_RESULT, MIN_FRAGMENTS), allowed)
     by_note: dict[str, list[tuple[Record, float]]] = defaultdict(list)
     for note_id, record, score in hits:
         by_note[note_id].append((record, score))
     ranked = sorted(by_note.items(), key=lambda item: -item[1][0][1])[:limit]
-    payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked])
-    plan = plan_query(text, lexical_index.analyzers)
-    terms = HighlightTerms.from_plan(plan, frozenset())
+    depth = len(ranked) if snippet_depth is None else snippet_depth
+    payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
+    terms = HighlightTerms.from_plan(plan_query(text, lexical_index.analyzers), frozenset())
     results = []
-    for note_id, fragments in ranked:
+    for rank, (note_id, fragments) in enumerate(ranked):
+        if rank >= depth:
+            later = partial(_fetched_snippets, lexical_index, note_id, fragments, terms)
+            results.append(ChannelHit(None, fragments[0][1], (), more_snippets=later, note_id=note_id))
+            continue
         payload = payloads.get(note_id)
         if payload is None:  # deleted since: the vectors lag the lexical index
             continue
-        snippets = [
-            s
-            for record, _ in fragments[:SNIPPETS_PER_NOTE]
-            if (s := _snippet(payload.text, record, terms, lexical_index))
-        ]
-        results.append(ChannelHit(payload.summary(), fragments[0][1], tuple(snippets)))
+        snippets = _snippets(payload.text, fragments, terms, lexical_index)
+        results.append(ChannelHit(payload.summary(), fragments[0][1], snippets))
     return ChannelResult(CHANNEL, tuple(results))
+
+
+def _fetched_snippets(
+    lexical_index: LexicalIndex, note_id: str, fragments: list[tuple[Record, float]], terms: HighlightTerms
+) -> tuple[Snippet, ...]:
+    payload = lexical.payloads_by_id(lexical_index, [note_id]).get(note_id)
+    return _snippets(payload.text, fragments, terms, lexical_index) if payload is not None else ()
+
+
+def _snippets(
+    text: str, fragments: list[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
+) -> tuple[Snippet, ...]:
+    found = (_snippet(text, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
+    return tuple(s for s in found if s is not None)
 
 
 def _snippet(text: str, record: Record, terms: HighlightTerms, lexical_index: LexicalIndex) -> Snippet | None:

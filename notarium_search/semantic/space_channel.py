@@ -114,6 +114,8 @@ class SemanticChannel:
         assert self.index is not None
         return channel.related(self.index, self.lexical, note_id, limit, min_seconds_apart, allowed)
 
-    def search(self, query: np.ndarray, text: str, filters: FeedFilter, limit: int) -> ChannelResult:
+    def search(
+        self, query: np.ndarray, text: str, filters: FeedFilter, limit: int, snippet_depth: int | None = None
+    ) -> ChannelResult:
         assert self.index is not None
-        return channel.search(self.index, self.lexical, query, text, filters, limit)
+        return channel.search(self.index, self.lexical, query, text, filters, limit, snippet_depth)
