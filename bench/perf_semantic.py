@@ -275,6 +275,7 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
     channel = space.semantic
     assert channel is not None
     depth, fusion = CANDIDATES_PER_CHANNEL, service.settings.fusion
+    space.graph.ensure_built()  # GRAPH_BOOST is off in this service: read the links now
 
     def fetch(note_ids: Sequence[str]) -> dict[str, Any]:
         return {i: p.summary() for i, p in lexical.payloads_by_id(space.lexical, note_ids).items()}

@@ -1,13 +1,16 @@
 """The wiki-link graph of one space, kept in step with its lexical index, and
 the graph channel's answer to a query (GRAPH_BOOST).
 
-The graph is always built (the note endpoint serves links and backlinks);
-only the channel is optional. The writer thread updates it after each
-lexical pass, from the committed notes; request threads read it.
+With GRAPH_BOOST the graph is read from the notes at start; without it, at
+the first request that needs links (the note endpoint), so that a service
+that never asks pays no memory for it (~27 MiB at 10,000 notes). Once built,
+the writer thread updates it after each lexical pass, from the committed
+notes; request threads read it.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 
 import structlog
@@ -29,22 +32,37 @@ class GraphChannel:
         self.enabled = enabled
         self.graph = LinkGraph()
         self.built = False
+        # Held while the graph is read from the notes and while the writer applies
+        # a pass: a build on a request thread then never misses a pass.
+        self._build_lock = threading.Lock()
 
     # -- writer thread -----------------------------------------------------
 
     def after_lexical(self, changed: Iterable[str], deleted: Iterable[str]) -> None:
-        """The first call reads every note; later ones only what changed."""
+        """With the channel on, the first call reads every note; once built,
+        a call applies what changed."""
+        with self._build_lock:
+            if not self.built:
+                if self.enabled:
+                    self._build()
+                return
+            self._apply(set(changed), set(deleted))
+
+    def ensure_built(self) -> None:
+        """Read the graph now if nothing has yet (a request that needs links)."""
         if not self.built:
-            self.build()
-            return
-        changed = set(changed)
+            with self._build_lock:
+                if not self.built:
+                    self._build()
+
+    def _apply(self, changed: set[str], deleted: set[str]) -> None:
         payloads = lexical.payloads_by_id(self.lexical, changed)
         for note_id in set(deleted) | (changed - set(payloads)):
             self.graph.remove(note_id)
         for payload in payloads.values():
             self.graph.upsert(NoteLinks.of(payload))
 
-    def build(self) -> None:
+    def _build(self) -> None:
         for payload in lexical.all_payloads(self.lexical):
             self.graph.upsert(NoteLinks.of(payload))
         self.built = True
@@ -58,14 +76,16 @@ class GraphChannel:
         return self.enabled and self.built
 
     def status(self) -> ChannelStatus:
-        stats = self.graph.stats()
+        stats = self.graph.stats() if self.built else None
+        links = stats.links if stats else None
+        dangling = stats.dangling if stats else None
         if not self.enabled:
             state, reason = ChannelState.DISABLED, None
         elif not self.built:
             state, reason = ChannelState.BUILDING, "reading the notes' links"
         else:
             state, reason = ChannelState.READY, None
-        return ChannelStatus(state, reason, links=stats.links, dangling=stats.dangling)
+        return ChannelStatus(state, reason, links=links, dangling=dangling)
 
     def search(self, seeds: Sequence[str], titles: Mapping[str, str], filters: FeedFilter, limit: int) -> ChannelResult:
         """Notes linked with the best text hits (`seeds`, best first)."""

@@ -220,6 +220,7 @@ class Service:
         payload = payloads.get(note_id)
         if payload is None:
             raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
+        space.graph.ensure_built()
         graph = space.graph.graph
         outgoing = graph.outgoing(note_id)
         linked = lexical.payloads_by_id(

@@ -76,8 +76,8 @@ class Space:
             manifest.entries.clear()
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
         self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost)
-        if read_only:
-            self.graph.build()  # nothing will reconcile: read the committed links now
+        if read_only and settings.graph_boost:
+            self.graph.ensure_built()  # nothing will reconcile: read the committed links now
         self.semantic: SemanticChannel | None = None
         if settings.vector_search and not read_only:
             from notarium_search.semantic.space_channel import SemanticChannel

@@ -65,6 +65,19 @@ def test_graph_off_finds_only_text_matches(linked: Vault):
     service.stop()
 
 
+def test_without_graph_boost_links_are_read_on_first_need(linked: Vault):
+    service = linked.service()
+    status = service.spaces["notes"].status().graph
+    assert (status.state, status.links, status.dangling) == ("disabled", None, None)  # nothing read yet
+    assert {n.id for n in service.note("notes", "plan").backlinks} == {"appui", "hub"}
+    status = service.spaces["notes"].status().graph
+    assert (status.state, status.links, status.dangling) == ("disabled", 4, 1)
+    linked.write("inexistante.md", note("inex", "Inexistante", "Elle existe."))
+    service.spaces["notes"].run_reconcile()  # once read, the graph follows the notes
+    assert service.spaces["notes"].status().graph.dangling == 0
+    service.stop()
+
+
 def test_graph_never_invents_results(boosted: Service):
     assert ids(boosted.search("notes", "xylophone", NO_FILTER, 10)) == []
     assert ids(boosted.search("notes", "", NO_FILTER, 10)) == []

@@ -284,3 +284,37 @@ def test_sigkill_during_build_resumes_to_the_exact_fragment_set(vault: Vault, tm
     assert semantic.index is not None
     assert semantic.index.size() == len(expected)
     service.stop()
+
+
+class ThemeEmbedder(HashEmbedder):
+    """Embeds every text mentioning "sécurité" (and every query) on one axis:
+    a semantic channel that disagrees with the exact wording by construction."""
+
+    def _vector(self, text: str):
+        import numpy as np
+
+        vector = np.zeros(self.config.dim, dtype=np.float32)
+        vector[0 if "sécurité" in text.lower() else 1] = 1.0
+        return vector
+
+    def embed_query(self, text: str):
+        return self._vector("sécurité")
+
+
+def test_an_exact_phrase_match_survives_a_disagreeing_semantic_channel(vault: Vault):
+    # Ten notes the semantic channel loves (and that share the query's words,
+    # so the lexical channel ranks them too), one note holding the exact phrase.
+    for i in range(10):
+        body = f"Sécurité {i} : plan, continuité, activité ; le plan, la continuité, l'activité."
+        vault.write(f"theme-{i}.md", f"---\ntitle: Sécurité {i}\n---\n{body}\n")
+    vault.write("exact.md", "---\ntitle: Notes de mars\n---\nRédiger le plan de continuité d'activité avant juin.\n")
+    service = vault.service(vector_search=True)
+    build_semantic(service, ThemeEmbedder())
+    response = service.search("notes", "plan de continuité d'activité", NO_FILTER, 10)
+    ranked = ids(response)
+    assert response.channels_used == ("lexical", "semantic")
+    exact = next(h for h in response.results if h.note.id == "exact.md")
+    assert exact.channels.get("semantic", 99) > 10  # the semantic channel ranks it last, or not at all
+    assert ranked[0] == "exact.md", ranked
+    assert "phrase" in exact.trace
+    service.stop()
