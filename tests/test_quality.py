@@ -53,11 +53,18 @@ def test_lexical_ndcg(tmp_path: Path, name: str, language: str, minimum: float):
     assert result["ndcg@10"] >= minimum, result
 
 
+# piaf-fr's 3,835 questions run three ways take minutes on 2 cores; a fixed
+# sample of 1,000 keeps the margin (hybrid − lexical ≈ +0.03 nDCG@10 on all
+# of them, docs/ranking.md) far above the sampling noise. cranfield runs whole.
+HYBRID_QUERY_SAMPLE = 1000
+
+
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize(("name", "language"), [("piaf-fr", "fr"), ("cranfield", "en")])
 def test_hybrid_is_at_least_the_best_single_channel(tmp_path: Path, name: str, language: str):
-    """The real e5 pack, the real vector index, every query: fusion must not lose
-    to either channel alone (docs/ranking.md has the figures)."""
+    """The real e5 pack, the real vector index: fusion must not lose to either
+    channel alone (docs/ranking.md has the figures on every query)."""
     path = collection(name)
     model = models_dir() / "multilingual-e5-small-int8"
     service, _ = build(path, tmp_path, language, RankingConfig(), vector_search=True)
@@ -65,6 +72,7 @@ def test_hybrid_is_at_least_the_best_single_channel(tmp_path: Path, name: str, l
         embedder = load_embedder_from(model, service.settings)
         build_vectors(service, embedder)
         queries, qrels = load_judgments(path)
+        queries = dict(sorted(queries.items())[:HYBRID_QUERY_SAMPLE])
         runs = {
             "lexical": score(lexical_ranker(service, SPACE), queries, qrels),
             "semantic": score(semantic_ranker(service, SPACE, embedder), queries, qrels),
