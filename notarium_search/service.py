@@ -20,6 +20,7 @@ from notarium_search.errors import ChannelUnavailable, InvalidParameter, NoteNot
 from notarium_search.graph import GRAPH_SEEDS
 from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
+from notarium_search.memory import MemoryTrimmer
 from notarium_search.models import (
     FeedFilter,
     FeedPage,
@@ -59,8 +60,10 @@ class Service:
         self.embedder: Embedder | None = None
         # Query embeddings run here, so that a deadline can cut them off.
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_EMBED_WORKERS, thread_name_prefix="query-embed")
+        self.memory = MemoryTrimmer()
 
     def start(self) -> None:
+        self.memory.start()
         for space in self.spaces.values():
             space.start()
         if self.settings.vector_search:
@@ -82,6 +85,7 @@ class Service:
             space.attach_embedder(embedder)
 
     def stop(self) -> None:
+        self.memory.stop()
         for space in self.spaces.values():
             space.stop()
         self._query_pool.shutdown(wait=False, cancel_futures=True)
@@ -140,6 +144,7 @@ class Service:
             seeds = merge(results, GRAPH_SEEDS, self.settings.fusion, fetch)
             titles = {hit.note.id: hit.note.title for hit in seeds}
             results.append(graph.search([hit.note.id for hit in seeds], titles, filters, depth))
+        self.memory.note_activity()
         return SearchResponse(
             query=text,
             results=merge(results, limit, self.settings.fusion, fetch),
