@@ -617,6 +617,7 @@ def server_env(spaces_root: Path, index_dir: Path, port: int, extra: Mapping[str
         NOTARIUM_HOST=HOST,
         NOTARIUM_PORT=str(port),
         NOTARIUM_LOG_LEVEL="warning",
+        NOTARIUM_RATE_LIMIT="0",  # measures throughput, not the per-client limit
     )
     env.update(extra or {})
     return env

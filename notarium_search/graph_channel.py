@@ -48,6 +48,13 @@ class GraphChannel:
                 return
             self._apply(set(changed), set(deleted))
 
+    def rebuild(self) -> None:
+        """Read every note's links again (after a full reindex), if the graph is in use."""
+        with self._build_lock:
+            if self.built or self.enabled:
+                self.graph = LinkGraph()
+                self._build()
+
     def ensure_built(self) -> None:
         """Read the graph now if nothing has yet (a request that needs links)."""
         if not self.built:

@@ -126,6 +126,9 @@ class SpaceIndexer:
             if on_progress is not None:
                 on_progress(progress)
         self._commit(progress)
+        # A note moved (same frontmatter id, new path) was deleted and re-added in
+        # this pass: later stages keep its vectors and links instead of redoing them.
+        progress.deleted_ids -= progress.changed_ids
 
     def _apply_isolated(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
         """One bad file never stops the scan: an unexpected error skips it."""

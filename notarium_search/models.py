@@ -296,6 +296,7 @@ class SpaceStatus:
     graph: ChannelStatus
     message: str | None
     collections: dict[str, int] = field(default_factory=dict)  # notes per collection
+    watch: str | None = None  # "watching", "polling every N s (why)" or "off (why)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,10 @@ class Service:
             raise UnknownSpace(f"no space named {shown}; GET /spaces lists them")
         return space
 
+    def reindex(self, name: str, full: bool) -> None:
+        """Queue a reconcile of the space (or a rebuild with `full`); returns at once."""
+        self.space(name).request_reindex(full)
+
     def status(self) -> list[SpaceStatus]:
         return [space.status() for space in self.spaces.values()]
 

@@ -170,6 +170,30 @@ class Settings:
     model folder has none."""
     graph_boost: bool = False
     """[GRAPH_BOOST] Enable the wiki-link graph channel (not yet available)."""
+    watch: bool = True
+    """[NOTARIUM_WATCH] Follow every space's files as they change (creates,
+    edits, deletes, renames): searches see a change within about a second."""
+    watch_debounce_ms: int = 300
+    """[NOTARIUM_WATCH_DEBOUNCE_MS] Quiet time after a change before it is
+    applied, so that a burst (a `git pull`, a sync client, an editor's
+    write-then-rename) is applied once."""
+    reconcile_interval: int = 60
+    """[NOTARIUM_RECONCILE_INTERVAL] Seconds between two full comparisons of a
+    space's files with its index when watching is off or impossible (network
+    filesystems, inotify limits); 0 = never."""
+    api_token: str | None = None
+    """[NOTARIUM_API_TOKEN] When set, every request but /healthz needs
+    `Authorization: Bearer <token>` (this one or the admin token)."""
+    admin_token: str | None = None
+    """[NOTARIUM_ADMIN_TOKEN] When set, POST /spaces/{space}/reindex needs it
+    (the API token is then read-only)."""
+    cors_origins: tuple[str, ...] = ()
+    """[NOTARIUM_CORS_ORIGINS] Origins allowed to call the API from a browser
+    (comma-separated in the environment); none by default."""
+    rate_limit_per_minute: int = 1200
+    """[NOTARIUM_RATE_LIMIT] Requests per minute per client address (429
+    beyond; /healthz exempt); 0 = no limit. As-you-type search sends a few
+    requests per second while typing."""
     activation_fields: tuple[str, ...] = ("used_in", "utilisé_dans")
     """[NOTARIUM_ACTIVATION_FIELDS] Frontmatter fields listing where a note
     was used ("activated"), first the main name then aliases (comma-separated
@@ -200,11 +224,31 @@ _ENV_FIELDS: Mapping[str, str] = {
     "NOTARIUM_QUERY_EMBED_TIMEOUT_MS": "query_embed_timeout_ms",
     "GRAPH_BOOST": "graph_boost",
     "NOTARIUM_ACTIVATION_FIELDS": "activation_fields",
+    "NOTARIUM_WATCH": "watch",
+    "NOTARIUM_WATCH_DEBOUNCE_MS": "watch_debounce_ms",
+    "NOTARIUM_RECONCILE_INTERVAL": "reconcile_interval",
+    "NOTARIUM_API_TOKEN": "api_token",
+    "NOTARIUM_ADMIN_TOKEN": "admin_token",
+    "NOTARIUM_CORS_ORIGINS": "cors_origins",
+    "NOTARIUM_RATE_LIMIT": "rate_limit_per_minute",
 }
 _PATH_FIELDS = {"spaces_root", "index_dir", "model_dir"}
-_INT_FIELDS = {"port", "max_file_bytes", "commit_every", "embed_threads", "embed_batch_size", "query_embed_timeout_ms"}
+_INT_FIELDS = {
+    "port",
+    "max_file_bytes",
+    "commit_every",
+    "embed_threads",
+    "embed_batch_size",
+    "query_embed_timeout_ms",
+    "watch_debounce_ms",
+    "reconcile_interval",
+    "rate_limit_per_minute",
+}
 _MODEL_KEYS = {"name", "dim", "max_tokens", "pooling", "normalize", "query_prefix", "passage_prefix"}
-_BOOL_FIELDS = {"vector_search", "graph_boost"}
+_BOOL_FIELDS = {"vector_search", "graph_boost", "watch"}
+_ORIGIN_FIELDS = {"cors_origins"}
+_SECRET_FIELDS = {"api_token", "admin_token"}
+MIN_TOKEN_CHARS = 16  # a shorter bearer token is guessable
 _LIST_FIELDS = {"activation_fields"}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -260,6 +304,16 @@ def _coerce(key: str, value: Any, base_dir: Path) -> Any:
             return int(value)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{key} must be an integer, got {value!r}") from exc
+    if key in _ORIGIN_FIELDS:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+            raise ConfigError(f"{key} must be a list of origins, got {value!r}")
+        return tuple(i.strip().rstrip("/") for i in items if i.strip())
+    if key in _SECRET_FIELDS:
+        token = str(value).strip()
+        if token and len(token) < MIN_TOKEN_CHARS:
+            raise ConfigError(f"{key} must be at least {MIN_TOKEN_CHARS} characters")
+        return token or None
     if key in _LIST_FIELDS:
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
@@ -307,6 +361,8 @@ def _check(settings: Settings) -> None:
         raise ConfigError("embed_batch_size must be 1..256 and embed_threads >= 0")
     if settings.fusion.k <= 0 or settings.fusion.score_floor > 1:
         raise ConfigError("[fusion] k must be > 0 and score_floor at most 1")
+    if settings.watch_debounce_ms < 0 or settings.reconcile_interval < 0 or settings.rate_limit_per_minute < 0:
+        raise ConfigError("watch_debounce_ms, reconcile_interval and rate_limit_per_minute must be >= 0")
     if settings.query_embed_timeout_ms < 1:
         raise ConfigError("query_embed_timeout_ms must be >= 1")
 

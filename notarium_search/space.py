@@ -33,6 +33,7 @@ from notarium_search.models import (
     SpaceStatus,
 )
 from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.watch import SpaceWatcher
 
 BUILDING_MESSAGE = "Building search index…"
 
@@ -84,6 +85,17 @@ class Space:
 
             self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
         self._jobs: queue.Queue[Callable[[], object] | None] = queue.Queue()
+        self._reconcile_queued = threading.Event()  # one pending reconcile covers any number of requests
+        self.watcher: SpaceWatcher | None = None
+        if not read_only:
+            self.watcher = SpaceWatcher(
+                self.name,
+                config.path,
+                self.request_reindex,
+                settings.watch,
+                settings.watch_debounce_ms,
+                settings.reconcile_interval,
+            )
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -92,13 +104,23 @@ class Space:
     # -- writer thread ----------------------------------------------------
 
     def start(self) -> None:
-        """Start the writer thread and queue the start-up reconcile."""
+        """Start the writer thread, queue the start-up reconcile (changes made
+        while the service was down), then follow the files."""
         self._thread = threading.Thread(target=self._run, name=f"writer-{self.name}", daemon=True)
         self._thread.start()
-        self._jobs.put(self._reconcile_job)
+        self.request_reindex()
+        if self.watcher is not None:
+            self.watcher.start()
 
-    def request_reindex(self) -> None:
-        self._jobs.put(self._reconcile_job)
+    def request_reindex(self, full: bool = False) -> None:
+        """Queue a reconcile (returns at once). `full` forgets what the index
+        holds and re-reads every note; vectors whose fragments did not change
+        are kept."""
+        if full:
+            self._jobs.put(self._full_reindex_job)
+        elif not self._reconcile_queued.is_set():
+            self._reconcile_queued.set()
+            self._jobs.put(self._reconcile_job)
 
     def attach_embedder(self, embedder: Embedder) -> None:
         """The model is loaded: build or open the vectors (on the writer thread)."""
@@ -111,6 +133,8 @@ class Space:
             self.semantic.unavailable = reason
 
     def stop(self, timeout: float = 30.0) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
         self.stop_event.set()
         self._jobs.put(None)
         if self._thread is not None:
@@ -139,7 +163,19 @@ class Space:
             except Exception:  # logged where it happened and shown in status; keep serving jobs
                 log.exception("writer_job_failed", space=self.name)
 
+    def _full_reindex_job(self) -> None:
+        self._reconcile_queued.clear()
+        self.indexer.manifest.entries.clear()
+        self.lexical.delete_all()
+        self.run_reconcile()
+        # Every note was re-read: bring the vectors and links in line with all of
+        # them (unchanged fragments keep their vectors; vanished notes go).
+        if self.semantic is not None and self.semantic.index is not None:
+            self.semantic.replan()
+        self.graph.rebuild()
+
     def _reconcile_job(self) -> None:
+        self._reconcile_queued.clear()  # changes from now on need another pass
         progress = self.run_reconcile()
         if self.semantic is not None:
             self.semantic.after_lexical(progress.changed_ids, progress.deleted_ids)
@@ -198,6 +234,7 @@ class Space:
             semantic=self.semantic.status() if self.semantic is not None else ChannelStatus(ChannelState.DISABLED),
             graph=self.graph.status(),
             message=BUILDING_MESSAGE if self._building() else None,
+            watch=self.watcher.mode if self.watcher is not None else "off (read-only)",
             collections={
                 c.name: lexical_search.count_notes(self.lexical, FeedFilter(collections=(c.name,)))
                 for c in self.config.collections

@@ -50,7 +50,14 @@ class Vault:
             language = "en" if child.name.startswith("en") else "fr"
             own = collections if child.name == "notes" else ()
             spaces.append(SpaceConfig(child.name, child, language, collections=own))
-        base = Settings(spaces=tuple(spaces), spaces_root=self.root, index_dir=self.index_dir, log_level="warning")
+        # No rate limit unless a test sets one: fuzz tests send thousands of requests.
+        base = Settings(
+            spaces=tuple(spaces),
+            spaces_root=self.root,
+            index_dir=self.index_dir,
+            log_level="warning",
+            rate_limit_per_minute=0,
+        )
         return replace(base, **overrides)  # type: ignore[arg-type]
 
     def service(self, *, collections: tuple[CollectionConfig, ...] = (), **overrides: object) -> Service:

@@ -116,8 +116,8 @@ def test_api_doc_covers_every_route():
 
     doc = (ROOT / "docs" / "api.md").read_text()
     app = create_app(Settings(), start_indexing=False)
-    documented = set(re.findall(r"^## `GET ([^`]+)`", doc, re.M))
-    documented |= set(re.findall(r"`GET (/[^`]+)`", doc))
+    documented = set(re.findall(r"^## `(?:GET|POST) ([^`]+)`", doc, re.M))
+    documented |= set(re.findall(r"`(?:GET|POST) (/[^`]+)`", doc))
     routes = {
         route.path.replace("{space:str}", "{space}").replace("{note_path:path}", "{id}/related")
         for route in app.routes

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Annotated
 
 import anyio
-from litestar import Litestar, get
+from litestar import Litestar, get, post
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.openapi import OpenAPIConfig
@@ -19,12 +19,14 @@ from litestar.params import Parameter, PathParameter
 
 from notarium_search import __version__
 from notarium_search.api import errors
+from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
 from notarium_search.api.schemas import (
     ActivationsBody,
     FeedBody,
     Health,
     NoteBody,
     NotesBody,
+    ReindexBody,
     RelatedBody,
     SearchBody,
     SpaceOut,
@@ -57,7 +59,7 @@ Collections = Annotated[
 Cursor = Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS, description="next_cursor of the previous page")]
 
 
-@get("/healthz", sync_to_thread=False)
+@get("/healthz", sync_to_thread=False, opt={PUBLIC: True})
 def healthz() -> Health:
     """Liveness: the process answers."""
     return Health("ok")
@@ -201,6 +203,19 @@ def activations(
     return ActivationsBody(since_date, [note_record_out(r) for r in found])
 
 
+@post("/spaces/{space:str}/reindex", sync_to_thread=True, status_code=202, opt={ADMIN: True})
+def reindex(
+    state: State,
+    space: SpaceName,
+    full: Annotated[bool, Parameter(description="Forget the index and re-read every note")] = False,
+) -> ReindexBody:
+    """Compare the files with the index now (or rebuild it with `full=1`);
+    returns at once: follow the work at the status URL."""
+    service: Service = state.service
+    service.reindex(space, full)
+    return ReindexBody(space, full, f"/spaces/{space}/status")
+
+
 def _names(values: list[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.strip() for v in values or [] if v.strip()))
 
@@ -232,7 +247,21 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
         await anyio.to_thread.run_sync(service.stop)
 
     return Litestar(
-        route_handlers=[healthz, status, list_spaces, space_status, search, feed, notes, activations, note_route],
+        route_handlers=[
+            healthz,
+            status,
+            list_spaces,
+            space_status,
+            search,
+            feed,
+            notes,
+            activations,
+            note_route,
+            reindex,
+        ],
+        guards=[token_guard(settings)],
+        cors_config=cors_config(settings),
+        middleware=[limit.middleware] if (limit := rate_limit_config(settings)) else [],
         state=State({"service": service}),
         on_startup=[on_startup],
         on_shutdown=[on_shutdown],

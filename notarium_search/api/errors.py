@@ -28,8 +28,8 @@ _CODES = {
 }
 
 
-def _body(status: int, code: str, detail: str) -> Response[ErrorBody]:
-    return Response(ErrorBody(code, detail, status), status_code=status, media_type=MediaType.JSON)
+def _body(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> Response[ErrorBody]:
+    return Response(ErrorBody(code, detail, status), status_code=status, media_type=MediaType.JSON, headers=headers)
 
 
 def notarium_error(_: Request[Any, Any, Any], exc: NotariumError) -> Response[ErrorBody]:
@@ -50,7 +50,8 @@ def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[ErrorB
     if status >= 500:
         log.error("http_error", status=status, detail=exc.detail)
         return _body(status, "internal_error", "internal error; see the server log")
-    return _body(status, _CODES.get(status, "error"), exc.detail)
+    # Kept: WWW-Authenticate on a 401, Retry-After and RateLimit-* on a 429.
+    return _body(status, _CODES.get(status, "error"), exc.detail, dict(exc.headers or {}))
 
 
 def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:

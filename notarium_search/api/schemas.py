@@ -172,6 +172,13 @@ class StatusBody:
 
 
 @dataclass(frozen=True, slots=True)
+class ReindexBody:
+    space: str
+    full: bool
+    status_url: str  # poll it: "Building search index…" until the pass is done
+
+
+@dataclass(frozen=True, slots=True)
 class Health:
     status: str
 

@@ -41,9 +41,10 @@ class SemanticChannel:
     def attach(self, embedder: Embedder) -> None:
         """Open (or rebuild) the vector index, then plan every note's fragments."""
         self.index = SemanticIndex(self.directory, embedder)
-        self._full_plan()
+        self.replan()
 
-    def _full_plan(self) -> None:
+    def replan(self) -> None:
+        """Plan every note's fragments again, forgetting notes that are gone."""
         assert self.index is not None
         notes = [payload.to_note() for payload in lexical.all_payloads(self.lexical)]
         self.index.forget_missing({note.id for note in notes})

@@ -1,0 +1,126 @@
+"""A real watcher on a temporary space: every kind of change reaches search,
+and nothing stale or half-written stays behind."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from notarium_search.lexical import search as lexical
+from notarium_search.models import FeedFilter
+from notarium_search.service import Service
+from tests.conftest import Vault, ids
+
+NO_FILTER = FeedFilter()
+WAIT_SECONDS = 20.0  # generous: CI machines are shared; the usual delay is under a second
+
+
+def eventually(check: Callable[[], bool], timeout: float = WAIT_SECONDS) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("not reflected in time")
+        time.sleep(0.05)
+
+
+def note(note_id: str, words: str) -> str:
+    return f"---\nid: {note_id}\ntitle: Note {note_id}\n---\n{words}\n"
+
+
+def found(service: Service, query: str, filters: FeedFilter = NO_FILTER) -> list[str]:
+    return ids(service.search("notes", query, filters, 100))
+
+
+@pytest.fixture
+def live(vault: Vault) -> Iterator[Service]:
+    vault.write("start.md", note("start", "premier"))
+    service = Service(vault.settings(watch_debounce_ms=100))
+    service.start()
+    space = service.spaces["notes"]
+    assert space.wait_ready(30)
+    eventually(lambda: space.status().watch == "watching")
+    yield service
+    service.stop()
+
+
+def test_create_edit_delete(vault: Vault, live: Service):
+    vault.write("a.md", note("a", "mandarine"))
+    eventually(lambda: found(live, "mandarine") == ["a"])
+    vault.write("a.md", note("a", "clementine"))
+    eventually(lambda: found(live, "clementine") == ["a"])
+    assert found(live, "mandarine") == []  # no stale text
+    vault.remove("a.md")
+    eventually(lambda: found(live, "clementine") == [])
+    assert "a" not in [n.id for n in live.feed("notes", "", NO_FILTER, 100, None).items]
+
+
+def test_rename_and_move_keep_the_identity(vault: Vault, live: Service):
+    vault.write("projets/a.md", note("a", "pamplemousse"))
+    eventually(lambda: found(live, "pamplemousse") == ["a"])
+    root = vault.root / "notes"
+    os.makedirs(root / "archives", exist_ok=True)
+    os.replace(root / "projets" / "a.md", root / "archives" / "renamed.md")
+    eventually(lambda: found(live, "pamplemousse", FeedFilter(folder="archives")) == ["a"])
+    assert found(live, "pamplemousse", FeedFilter(folder="projets")) == []
+    assert found(live, "pamplemousse") == ["a"]  # one note, not a ghost at the old path
+    # A note without frontmatter id is known by its path: the move is a new note.
+    vault.write("sans-id.md", "Kumquat sans identifiant.\n")
+    eventually(lambda: found(live, "kumquat") == ["sans-id.md"])
+    os.replace(root / "sans-id.md", root / "archives" / "sans-id.md")
+    eventually(lambda: found(live, "kumquat") == ["archives/sans-id.md"])
+
+
+def test_a_burst_of_500_files_then_no_ghosts(vault: Vault, live: Service):
+    for i in range(500):
+        vault.write(f"lot/n{i:03}.md", note(f"n{i:03}", f"rafale numero{i}"))
+    eventually(lambda: len(found(live, "rafale")) == 100 and live.spaces["notes"].status().notes == 501)
+    for i in range(0, 500, 2):
+        vault.remove(f"lot/n{i:03}.md")
+    eventually(lambda: live.spaces["notes"].status().notes == 251)
+    every = [f"n{i:03}" for i in range(500)]
+    left = lexical.payloads_by_id(live.spaces["notes"].lexical, every)
+    assert sorted(left) == every[1::2]  # exactly the files still there
+    assert found(live, "numero2 ") == []  # deleted (the trailing space: a whole word, not a prefix)
+    assert found(live, "numero3 ") == ["n003"]
+
+
+def test_editor_atomic_saves_leave_no_temporary_notes(vault: Vault, live: Service):
+    root = vault.root / "notes"
+    vault.write("draft.md", note("draft", "version un"))
+    eventually(lambda: found(live, "version") == ["draft"])
+    for temporary in (".draft.md.swp", "draft.md~", ".#draft.md", "draft.md.tmp", ".draft.md.tmp"):
+        (root / temporary).write_text(note("draft", "brouillon temporaire"), encoding="utf-8")
+        if temporary.endswith("tmp"):
+            os.replace(root / temporary, root / "draft.md")  # write-then-rename
+    (root / ".draft.md.swp").unlink()
+    (root / "draft.md~").unlink()
+    (root / ".#draft.md").unlink()
+    eventually(lambda: found(live, "temporaire") == ["draft"])
+    assert found(live, "version") == []
+    assert live.spaces["notes"].status().notes == 2  # start.md and draft.md only
+
+
+def test_polling_when_watching_is_off(vault: Vault):
+    vault.write("start.md", note("start", "premier"))
+    service = Service(vault.settings(watch=False, reconcile_interval=1))
+    service.start()
+    try:
+        space = service.spaces["notes"]
+        assert space.wait_ready(30)
+        eventually(lambda: (space.status().watch or "").startswith("polling every 1 s"))
+        vault.write("b.md", note("b", "sondage"))
+        eventually(lambda: found(service, "sondage") == ["b"])
+    finally:
+        service.stop()
+
+
+def test_reindex_full_rebuilds_from_the_files(vault: Vault, live: Service):
+    vault.write("c.md", note("c", "cerise"))
+    eventually(lambda: found(live, "cerise") == ["c"])
+    live.reindex("notes", full=True)
+    time.sleep(0.2)
+    eventually(lambda: live.spaces["notes"].status().message is None and found(live, "cerise") == ["c"])
+    assert live.spaces["notes"].status().notes == 2
