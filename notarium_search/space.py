@@ -165,7 +165,12 @@ class Space:
 
     def _full_reindex_job(self) -> None:
         self._reconcile_queued.clear()
+        # The emptied manifest is saved before anything is deleted: killed at any
+        # point after this, the next start finds no trustworthy record and
+        # rebuilds from the files (a saved full manifest beside a committed
+        # delete-all would make it trust an empty index).
         self.indexer.manifest.entries.clear()
+        self.indexer.manifest.save()
         self.lexical.delete_all()
         self.run_reconcile()
         # Every note was re-read: bring the vectors and links in line with all of

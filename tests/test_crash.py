@@ -1,0 +1,187 @@
+"""`kill -9` at random moments of a real server's work, then a restart: the
+indexes must end equal to a clean build of the same files.
+
+A real `python -m notarium_search serve` indexes a space of 2,000 notes. Ten
+times it is killed during a full rebuild (`POST .../reindex?full=1`), ten
+times during a burst of edits, creates, deletes and moves made while it
+watches the files (the edits go on after the kill: the files are the truth).
+Then the space is reconciled once more, as a restart would, and compared with
+a build into an empty index folder: the same notes with the same stored
+content, the same hits for every query of a fixed list.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from notarium_search.lexical import search as lexical
+from notarium_search.models import FeedFilter
+from notarium_search.service import Service
+from notarium_search.settings import Settings, SpaceConfig
+
+NOTES = 2000
+ROUNDS_DURING_BUILD = 10
+ROUNDS_DURING_EDITS = 10
+WORDS = [
+    "risque",
+    "registre",
+    "prestataire",
+    "continuité",
+    "plan",
+    "audit",
+    "contrôle",
+    "donnée",
+    "modèle",
+    "agent",
+    "protocole",
+    "norme",
+]
+QUERIES = [*WORDS, "plan de continuité", "audit contrôle", "agent protocole", "note0042", "dossier3"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def note_text(rng: random.Random, i: int, version: int) -> str:
+    words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 120)))
+    frontmatter = f"id: note{i:04}\n" if i % 3 else ""  # a third known by path only
+    return f"---\n{frontmatter}title: Note {i} v{version}\ntags: [t{i % 7}]\n---\nnote{i:04} {words}\n"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Server:
+    def __init__(self, spaces_root: Path, index_dir: Path) -> None:
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NOTARIUM_")}
+        env.pop("VECTOR_SEARCH", None)
+        env.pop("GRAPH_BOOST", None)
+        env.update(
+            NOTARIUM_SPACES_ROOT=str(spaces_root),
+            NOTARIUM_INDEX_DIR=str(index_dir),
+            NOTARIUM_PORT=str(self.port),
+            NOTARIUM_LOG_LEVEL="error",
+            NOTARIUM_WATCH_DEBOUNCE_MS="50",
+            NOTARIUM_RATE_LIMIT="0",
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "notarium_search", "serve"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def request(self, method: str, path: str) -> int:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        try:
+            connection.request(method, path)
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    def wait_up(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.request("GET", "/healthz") == 200:
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("the server did not start")
+
+    def kill(self) -> None:
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+def edit_burst(rng: random.Random, notes: Path, count: int, version: int) -> None:
+    for _ in range(count):
+        i = rng.randrange(NOTES)
+        action = rng.random()
+        folder = notes / f"dossier{i % 5}"
+        path = folder / f"n{i:04}.md"
+        moved = notes / "archives" / f"n{i:04}.md"
+        current = path if path.exists() else moved if moved.exists() else None
+        if action < 0.55 or current is None:
+            target = current or path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temporary = target.with_name(f".{target.name}.tmp")  # an editor's atomic save
+            temporary.write_text(note_text(rng, i, version), encoding="utf-8")
+            os.replace(temporary, target)
+        elif action < 0.8:
+            current.unlink()
+        else:
+            destination = path if current == moved else moved
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(current, destination)
+
+
+def snapshot(index_dir: Path, spaces_root: Path) -> dict[str, object]:
+    settings = Settings(
+        spaces=(SpaceConfig("notes", spaces_root / "notes", "fr"),),
+        index_dir=index_dir,
+        log_level="warning",
+        rate_limit_per_minute=0,
+    )
+    service = Service(settings)
+    try:
+        space = service.spaces["notes"]
+        space.run_reconcile()  # what a restart does first
+        stored = {p.id: (p.path, p.title, p.tags, p.text) for p in lexical.all_payloads(space.lexical)}
+        hits = {
+            query: sorted(hit.note.id for hit in service.search("notes", query, FeedFilter(), 100).results)
+            for query in QUERIES
+        }
+        feeds = {word: [n.id for n in service.feed("notes", word, FeedFilter(), 100, None).items] for word in WORDS}
+        return {"notes": stored, "hits": hits, "feeds": feeds, "count": len(stored)}
+    finally:
+        service.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kill_9_at_random_moments_ends_equal_to_a_clean_build(tmp_path: Path):
+    rng = random.Random(20261129)
+    spaces_root = tmp_path / "spaces"
+    notes = spaces_root / "notes"
+    for i in range(NOTES):
+        path = notes / f"dossier{i % 5}" / f"n{i:04}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(note_text(rng, i, 0), encoding="utf-8")
+    index_dir = tmp_path / "index"
+    kills = 0
+    for round_ in range(ROUNDS_DURING_BUILD + ROUNDS_DURING_EDITS):
+        server = Server(spaces_root, index_dir)
+        try:
+            server.wait_up()
+            if round_ < ROUNDS_DURING_BUILD:
+                assert server.request("POST", "/spaces/notes/reindex?full=1") == 202
+                time.sleep(rng.uniform(0.0, 1.5))
+            else:
+                edit_burst(rng, notes, rng.randint(20, 120), round_)
+                time.sleep(rng.uniform(0.0, 0.3))
+        finally:
+            server.kill()
+            kills += 1
+        if round_ >= ROUNDS_DURING_BUILD:
+            edit_burst(rng, notes, rng.randint(5, 30), round_)  # the files move on while it is down
+    assert kills == ROUNDS_DURING_BUILD + ROUNDS_DURING_EDITS
+    recovered = snapshot(index_dir, spaces_root)
+    clean = snapshot(tmp_path / "clean-index", spaces_root)
+    assert recovered["count"] == clean["count"] > NOTES // 2
+    assert recovered["notes"] == clean["notes"]
+    assert recovered["hits"] == clean["hits"]
+    assert recovered["feeds"] == clean["feeds"]
