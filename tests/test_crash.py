@@ -181,7 +181,8 @@ def test_kill_9_at_random_moments_ends_equal_to_a_clean_build(tmp_path: Path):
     assert kills == ROUNDS_DURING_BUILD + ROUNDS_DURING_EDITS
     recovered = snapshot(index_dir, spaces_root)
     clean = snapshot(tmp_path / "clean-index", spaces_root)
-    assert recovered["count"] == clean["count"] > NOTES // 2
+    assert recovered["count"] == clean["count"]
+    assert len(clean["notes"]) > NOTES // 2  # type: ignore[arg-type]
     assert recovered["notes"] == clean["notes"]
     assert recovered["hits"] == clean["hits"]
     assert recovered["feeds"] == clean["feeds"]
