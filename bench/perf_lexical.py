@@ -583,8 +583,14 @@ class Client:
         self.conn = http.client.HTTPConnection(HOST, port, timeout=HTTP_TIMEOUT)
 
     def get(self, path: str) -> tuple[int, bytes]:
+        return self.request("GET", path)
+
+    def post(self, path: str) -> tuple[int, bytes]:
+        return self.request("POST", path)
+
+    def request(self, method: str, path: str) -> tuple[int, bytes]:
         try:
-            self.conn.request("GET", path)
+            self.conn.request(method, path)
             response = self.conn.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException):
