@@ -151,7 +151,7 @@ class Service:
         self.memory.note_activity()
         return SearchResponse(
             query=text,
-            results=merge(results, limit, self.settings.fusion, fetch),
+            results=tuple(h for h in merge(results, limit, self.settings.fusion, fetch) if space.on_disk(h.note)),
             channels_used=tuple(r.channel for r in results) if text.strip() else (),
             degraded=degraded,
             unmatched_terms=results[0].unmatched_terms,
@@ -197,7 +197,8 @@ class Service:
             raise ChannelUnavailable(f"related notes need the semantic channel: {why}")
         if lexical.get_note(space.lexical, note_id) is None:
             raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
-        return semantic.related(note_id, limit, min_days_apart * 86400, allowed)
+        echoes = semantic.related(note_id, limit, min_days_apart * 86400, allowed)
+        return [echo for echo in echoes if space.on_disk(echo.note)]
 
     def feed(self, name: str, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
         space = self.space(name)
@@ -206,7 +207,8 @@ class Service:
             page = lexical.feed(space.lexical, text, self._filters(space, filters), limit, cursor)
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
-        return FeedPage(page.items, page.next_cursor, partial=not space.ready)
+        items = tuple(n for n in page.items if space.on_disk(n))
+        return FeedPage(items, page.next_cursor, partial=not space.ready)
 
     def notes(self, name: str, filters: FeedFilter, limit: int, cursor: str | None) -> NotesPage:
         """Metadata query: notes matching the filters, newest first, with their frontmatter."""
