@@ -34,3 +34,10 @@ class ChannelUnavailable(NotariumError):
 
     status = 503
     code = "channel_unavailable"
+
+
+class IndexRepairing(NotariumError):
+    """An index failed a read and is being rebuilt from the notes."""
+
+    status = 503
+    code = "index_repairing"

@@ -282,6 +282,7 @@ class LexicalStatus:
     eta_seconds: float | None
     last_indexed: datetime | None
     error: str | None
+    repaired: str | None = None  # the index was found damaged and rebuilt from the notes: why
 
 
 @dataclass(frozen=True, slots=True)

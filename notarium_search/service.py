@@ -3,23 +3,26 @@ and the CLI share (channels → merged response)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import structlog
 
 from notarium_search import metadata
-from notarium_search.errors import ChannelUnavailable, InvalidParameter, NoteNotFound, UnknownSpace
+from notarium_search.errors import ChannelUnavailable, IndexRepairing, InvalidParameter, NoteNotFound, UnknownSpace
 from notarium_search.graph import GRAPH_SEEDS
 from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical.store import is_damage
 from notarium_search.memory import MemoryTrimmer
 from notarium_search.models import (
     FeedFilter,
@@ -51,6 +54,38 @@ PHRASE_DEPTH = 20
 QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
 
 log = structlog.get_logger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def guarded(method: Callable[Concatenate[Service, str, P], R]) -> Callable[Concatenate[Service, str, P], R]:
+    """A Service entry point whose first argument is a space name: its reads
+    run under `reading` (see below)."""
+
+    @functools.wraps(method)
+    def wrapper(service: Service, name: str, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        space = service.space(name)
+        with reading(space):
+            return method(service, name, *args, **kwargs)
+
+    return wrapper
+
+
+@contextmanager
+def reading(space: Space) -> Iterator[None]:
+    """Reads of a space's lexical index: damaged files (a truncated segment,
+    flipped bytes) fail them with tantivy errors, or a Rust panic; the space is
+    then rebuilt from the notes and the client told so (503), never a 500."""
+    try:
+        yield
+    except BaseException as exc:
+        if not is_damage(exc):
+            raise
+        space.request_repair(f"{type(exc).__name__}: {str(exc)[:200]}")
+        raise IndexRepairing(
+            f"the index of space {space.name} is damaged and being rebuilt from the notes; retry shortly"
+            f" (GET /spaces/{space.name}/status follows the rebuild)"
+        ) from exc
 
 
 class Service:
@@ -113,6 +148,7 @@ class Service:
             raise InvalidParameter(f"unknown collection {unknown[0][:100]!r} in space {space.name} ({names})")
         return replace(filters, activation_fields=self.settings.activation_fields)
 
+    @guarded
     def search(self, name: str, text: str, filters: FeedFilter, limit: int) -> SearchResponse:
         space = self.space(name)
         _check_limit(limit)
@@ -185,6 +221,7 @@ class Service:
             degraded["semantic"] = f"query embedding failed: {type(exc).__name__}"
         return None
 
+    @guarded
     def related(
         self, name: str, note_id: str, limit: int, min_days_apart: float = 0.0, filters: FeedFilter | None = None
     ) -> list[Echo]:
@@ -200,6 +237,7 @@ class Service:
         echoes = semantic.related(note_id, limit, min_days_apart * 86400, allowed)
         return [echo for echo in echoes if space.on_disk(echo.note)]
 
+    @guarded
     def feed(self, name: str, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
         space = self.space(name)
         _check_limit(limit)
@@ -210,6 +248,7 @@ class Service:
         items = tuple(n for n in page.items if space.on_disk(n))
         return FeedPage(items, page.next_cursor, partial=not space.ready)
 
+    @guarded
     def notes(self, name: str, filters: FeedFilter, limit: int, cursor: str | None) -> NotesPage:
         """Metadata query: notes matching the filters, newest first, with their frontmatter."""
         space = self.space(name)
@@ -220,9 +259,11 @@ class Service:
             raise InvalidParameter(str(exc)) from exc
         return NotesPage(tuple(items), next_cursor, partial=not space.ready)
 
+    @guarded
     def has_note(self, name: str, note_id: str) -> bool:
         return bool(lexical.payloads_by_id(self.space(name).lexical, [note_id]))
 
+    @guarded
     def note(self, name: str, note_id: str, content: bool = False) -> NoteDetail:
         """A note's metadata, outgoing links, backlinks and dangling links;
         its Markdown too when `content` (bounded like indexing)."""
@@ -248,6 +289,7 @@ class Service:
         record = metadata.record(payload, self.settings.activation_fields)
         return NoteDetail(record, tuple(links), tuple(dangling), backlinks, text)
 
+    @guarded
     def activations(self, name: str, filters: FeedFilter, since: datetime | None, limit: int) -> list[NoteRecord]:
         space = self.space(name)
         _check_limit(limit)

@@ -88,6 +88,8 @@ class Space:
             self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
         self._jobs: queue.Queue[Callable[[], object] | None] = queue.Queue()
         self._reconcile_queued = threading.Event()  # one pending reconcile covers any number of requests
+        self._repair_queued = threading.Event()
+        self.repaired: str | None = None  # the last repair of the lexical index, for status
         self.watcher: SpaceWatcher | None = None
         if not read_only:
             self.watcher = SpaceWatcher(
@@ -164,6 +166,25 @@ class Space:
                 job()
             except Exception:  # logged where it happened and shown in status; keep serving jobs
                 log.exception("writer_job_failed", space=self.name)
+
+    def request_repair(self, reason: str) -> None:
+        """The lexical index failed a read: rebuild it from the notes (once,
+        however many requests saw the failure)."""
+        if not self._repair_queued.is_set():
+            self._repair_queued.set()
+            log.error("lexical_index_damaged", space=self.name, reason=reason)
+            self.repaired = f"lexical index damaged ({reason}): rebuilding from the notes"
+            self._jobs.put(self._repair_job)
+
+    def _repair_job(self) -> None:
+        self.indexer.manifest.entries.clear()
+        self.indexer.manifest.save()  # killed during the repair: the next start rebuilds
+        self.lexical.recreate()
+        self._repair_queued.clear()
+        self.run_reconcile()
+        if self.semantic is not None and self.semantic.index is not None:
+            self.semantic.replan()
+        self.graph.rebuild()
 
     def _full_reindex_job(self) -> None:
         self._reconcile_queued.clear()
@@ -242,6 +263,7 @@ class Space:
             eta_seconds=eta,
             last_indexed=progress.last_indexed,
             error=self._failure,
+            repaired=self.repaired,
         )
         return SpaceStatus(
             space=self.name,

@@ -11,6 +11,7 @@ import shutil
 import threading
 from pathlib import Path
 
+import msgspec
 import structlog
 import tantivy
 
@@ -26,6 +27,16 @@ log = structlog.get_logger(__name__)
 
 class IndexLocked(RuntimeError):
     """Another process (a running service, or `notarium-search index`) holds the writer lock."""
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether an exception from a read is the index's files failing (tantivy
+    raises a plain ValueError for I/O and decoding errors, and pyo3 turns a
+    Rust panic on bad bytes into a PanicException, a BaseException), rather
+    than a bad request (our own errors subclass ValueError)."""
+    if isinstance(exc, msgspec.DecodeError):  # a stored payload that no longer decodes
+        return True
+    return type(exc) is ValueError or type(exc).__name__ == "PanicException"
 
 
 class LexicalIndex:
@@ -100,6 +111,18 @@ class LexicalIndex:
             self._writer = None
             raise
         self.reload()
+
+    def recreate(self) -> None:
+        """Throw the index away and start an empty one (its files are damaged);
+        readers holding the old searcher keep their open files until done."""
+        self._writer = None  # a writer over damaged segments cannot be trusted to close cleanly
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.index = tantivy.Index(build_schema(self.analyzers), path=str(self.directory), reuse=False)
+        register_analyzers(self.index, self.analyzers.language)
+        self.schema = self.index.schema
+        self.created = True
+        self._searcher = self.index.searcher()
 
     def close(self) -> None:
         """Release the writer lock (waits for background merges)."""
