@@ -19,7 +19,7 @@ import structlog
 
 from notarium_search.collection import CollectionRules
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
-from notarium_search.lexical.store import LexicalIndex
+from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.manifest import Entry, Manifest
 from notarium_search.models import IndexProgress, IndexState, ParsedNote, SourceFile
 from notarium_search.parse import NotANote, decode_note, parse_note
@@ -134,6 +134,8 @@ class SpaceIndexer:
         """One bad file never stops the scan: an unexpected error skips it."""
         try:
             return self._apply(source, owners, progress)
+        except IndexLocked:
+            raise  # the index, not this file: the whole pass stops and is retried
         except Exception as exc:  # logged with its traceback; the file is retried next pass
             log.exception("note_failed", space=self.space.name, path=source.rel_path)
             self._skip(progress, source.rel_path, f"internal error: {type(exc).__name__}")

@@ -38,6 +38,8 @@ from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.watch import SpaceWatcher
 
 BUILDING_MESSAGE = "Building search index…"
+RETRY_FIRST_SECONDS = 5.0  # after a failed pass; doubled after each failure
+RETRY_MAX_SECONDS = 300.0
 
 if TYPE_CHECKING:
     from notarium_search.embedding import Embedder
@@ -90,6 +92,7 @@ class Space:
         self._reconcile_queued = threading.Event()  # one pending reconcile covers any number of requests
         self._repair_queued = threading.Event()
         self.repaired: str | None = None  # the last repair of the lexical index, for status
+        self._retry_seconds = RETRY_FIRST_SECONDS
         self.watcher: SpaceWatcher | None = None
         if not read_only:
             self.watcher = SpaceWatcher(
@@ -167,6 +170,16 @@ class Space:
             except Exception:  # logged where it happened and shown in status; keep serving jobs
                 log.exception("writer_job_failed", space=self.name)
 
+    def _retry_later(self) -> None:
+        """A failed pass (a full disk, a file locked by another program) is
+        tried again by itself, at growing intervals, without waiting for the
+        next change of the files."""
+        delay, self._retry_seconds = self._retry_seconds, min(self._retry_seconds * 2, RETRY_MAX_SECONDS)
+        self._failure = f"{self._failure}; retrying in {delay:g} s" if self._failure else None
+        timer = threading.Timer(delay, self.request_reindex)
+        timer.daemon = True
+        timer.start()
+
     def request_repair(self, reason: str) -> None:
         """The lexical index failed a read: rebuild it from the notes (once,
         however many requests saw the failure)."""
@@ -204,7 +217,12 @@ class Space:
 
     def _reconcile_job(self) -> None:
         self._reconcile_queued.clear()  # changes from now on need another pass
-        progress = self.run_reconcile()
+        try:
+            progress = self.run_reconcile()
+        except Exception:
+            self._retry_later()
+            raise
+        self._retry_seconds = RETRY_FIRST_SECONDS
         if self.semantic is not None:
             self.semantic.after_lexical(progress.changed_ids, progress.deleted_ids)
 

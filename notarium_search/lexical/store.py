@@ -109,6 +109,7 @@ class LexicalIndex:
             writer.commit()
         except BaseException:
             self._writer = None
+            _release(writer)
             raise
         self.reload()
 
@@ -132,3 +133,14 @@ class LexicalIndex:
                 writer.wait_merging_threads()
             except (ValueError, RuntimeError) as exc:
                 log.warning("lexical_writer_close_failed", error=str(exc))
+
+
+def _release(writer: tantivy.IndexWriter) -> None:
+    """Drop a failed writer's uncommitted changes and its lock now: the next
+    writer would otherwise find the index locked for as long as the failure's
+    traceback keeps this one alive (seen after a commit failed on a full disk)."""
+    for step in (writer.rollback, writer.wait_merging_threads):
+        try:
+            step()
+        except (ValueError, RuntimeError) as exc:
+            log.warning("lexical_writer_release_failed", error=str(exc))
