@@ -120,13 +120,15 @@ def client_loop(
 
 
 def reindex_loop(port: int, every: float, stop: threading.Event, counts: dict[str, int]) -> None:
-    client = Client(port)
-    try:
-        while not stop.wait(every):
+    while not stop.wait(every):
+        # A new connection each time: the server closes a keep-alive connection
+        # idle for 5 s, and this one idles longer between requests.
+        client = Client(port)
+        try:
             status, _ = client.post(f"/spaces/{SPACE}/reindex?full=1")
-            counts[str(status)] = counts.get(str(status), 0) + 1
-    finally:
-        client.close()
+        finally:
+            client.close()
+        counts[str(status)] = counts.get(str(status), 0) + 1
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -171,6 +173,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "errors": errors,
         "stale_hits": sum(out.get("stale", 0) for out in outs),
         "reindex_requests": reindexes,
+        "failed_reindex_requests": sum(n for status, n in reindexes.items() if status != "202"),
         "edits": editor.edits,
         "deleted_notes": len(editor.deleted),
     }
