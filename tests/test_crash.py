@@ -63,7 +63,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, spaces_root: Path, index_dir: Path) -> None:
+    def __init__(self, spaces_root: Path, index_dir: Path, extra: dict[str, str] | None = None) -> None:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("NOTARIUM_")}
         env.pop("VECTOR_SEARCH", None)
@@ -76,6 +76,7 @@ class Server:
             NOTARIUM_WATCH_DEBOUNCE_MS="50",
             NOTARIUM_RATE_LIMIT="0",
         )
+        env.update(extra or {})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "notarium_search", "serve"],
             cwd=ROOT,
@@ -186,3 +187,54 @@ def test_kill_9_at_random_moments_ends_equal_to_a_clean_build(tmp_path: Path):
     assert recovered["notes"] == clean["notes"]
     assert recovered["hits"] == clean["hits"]
     assert recovered["feeds"] == clean["feeds"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_kill_9_during_a_vector_build_ends_with_the_clean_fragment_set(tmp_path: Path):
+    """The semantic tier: a real server with the MiniLM pack embeds a space
+    and is killed at random moments of the build and of an edit burst; after
+    the last restart, the stored fragments are exactly a clean build's."""
+    from notarium_search.chunking import chunk_note
+    from notarium_search.embedding import load_embedder
+    from tests.conftest import build_semantic, models_dir
+
+    model = models_dir() / "all-minilm-l6-v2-int8"
+    rng = random.Random(7)
+    spaces_root = tmp_path / "spaces"
+    notes = spaces_root / "notes"
+    count = 150
+    for i in range(count):
+        path = notes / f"dossier{i % 5}" / f"n{i:04}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(note_text(rng, i, 0) + "\n\n" + note_text(rng, i, 1), encoding="utf-8")
+    index_dir = tmp_path / "index"
+    extra = {"VECTOR_SEARCH": "1", "NOTARIUM_MODEL_DIR": str(model)}
+    for round_ in range(8):
+        server = Server(spaces_root, index_dir, extra)
+        try:
+            server.wait_up()
+            if round_ >= 5:
+                edit_burst(rng, notes, rng.randint(5, 20), round_ + 100)
+            time.sleep(rng.uniform(1.0, 8.0))  # model load ~1 s; the ~290 fragments embed in ~7 s
+        finally:
+            server.kill()
+    settings = Settings(
+        spaces=(SpaceConfig("notes", notes, "fr"),),
+        index_dir=index_dir,
+        log_level="warning",
+        vector_search=True,
+        rate_limit_per_minute=0,
+    )
+    service = Service(settings)
+    try:
+        embedder = load_embedder(model)
+        build_semantic(service, embedder)  # the restart: reconcile, open the vectors, embed what is missing
+        space = service.spaces["notes"]
+        assert space.semantic is not None and space.semantic.index is not None
+        stored = {r.id for records in space.semantic.index.notes.values() for r in records}
+        wanted = {f.id for p in lexical.all_payloads(space.lexical) for f in chunk_note(p.to_note())}
+        assert stored == wanted
+        assert space.semantic.index.size() == len(wanted)  # no stray vectors either
+    finally:
+        service.stop()

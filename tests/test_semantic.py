@@ -94,7 +94,7 @@ def test_fingerprint_change_rebuilds_every_vector(vault: Vault):
     service.stop()
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete", "manifest"])
 def test_corrupt_vector_file_is_rebuilt_while_lexical_serves(vault: Vault, damage: str):
     vault.write("a.md", long_note("a", "résilience", paragraphs=4))
     service = vault.service(vector_search=True)
@@ -102,7 +102,9 @@ def test_corrupt_vector_file_is_rebuilt_while_lexical_serves(vault: Vault, damag
     service.stop()
     (vector_file,) = (vault.index_dir / "notes" / "vectors").glob("vectors-*.usearch")
     data = vector_file.read_bytes()
-    if damage == "truncate":
+    if damage == "manifest":
+        (vector_file.parent / "vectors.json").write_bytes(b'{"fingerprint": 3')
+    elif damage == "truncate":
         vector_file.write_bytes(data[: len(data) // 2])
     elif damage == "flip":
         vector_file.write_bytes(data[:100] + bytes([data[100] ^ 0xFF]) + data[101:])
