@@ -231,7 +231,8 @@ def test_kill_9_during_a_vector_build_ends_with_the_clean_fragment_set(tmp_path:
         embedder = load_embedder(model)
         build_semantic(service, embedder)  # the restart: reconcile, open the vectors, embed what is missing
         space = service.spaces["notes"]
-        assert space.semantic is not None and space.semantic.index is not None
+        assert space.semantic is not None
+        assert space.semantic.index is not None
         stored = {r.id for records in space.semantic.index.notes.values() for r in records}
         wanted = {f.id for p in lexical.all_payloads(space.lexical) for f in chunk_note(p.to_note())}
         assert stored == wanted
