@@ -5,8 +5,8 @@ A real `python -m notarium_search serve` indexes a space of 2,000 notes. Ten
 times it is killed during a full rebuild (`POST .../reindex?full=1`), ten
 times during a burst of edits, creates, deletes and moves made while it
 watches the files (the edits go on after the kill: the files are the truth).
-Then the space is reconciled once more, as a restart would, and compared with
-a build into an empty index folder: the same notes with the same stored
+After every kill the space is reconciled, as a restart does, and compared
+with a build into an empty index folder: the same notes with the same stored
 content, the same hits for every query of a fixed list.
 """
 
@@ -141,9 +141,17 @@ def snapshot(index_dir: Path, spaces_root: Path) -> dict[str, object]:
     try:
         space = service.spaces["notes"]
         space.run_reconcile()  # what a restart does first
+        ranking = service.settings.ranking
         stored = {p.id: (p.path, p.title, p.tags, p.text) for p in lexical.all_payloads(space.lexical)}
+        # Every match, as a set: BM25 counts deleted documents until segments
+        # merge, so an index that lived through deletions may order near-ties
+        # differently from a fresh one; which notes match must not differ.
+        every = 10 * NOTES
         hits = {
-            query: sorted(hit.note.id for hit in service.search("notes", query, FeedFilter(), 100).results)
+            query: sorted(
+                h.note_id
+                for h in lexical.search(space.lexical, query, FeedFilter(), every, ranking, with_snippets=False).hits
+            )
             for query in QUERIES
         }
         feeds = {word: [n.id for n in service.feed("notes", word, FeedFilter(), 100, None).items] for word in WORDS}
@@ -163,7 +171,6 @@ def test_kill_9_at_random_moments_ends_equal_to_a_clean_build(tmp_path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(note_text(rng, i, 0), encoding="utf-8")
     index_dir = tmp_path / "index"
-    kills = 0
     for round_ in range(ROUNDS_DURING_BUILD + ROUNDS_DURING_EDITS):
         server = Server(spaces_root, index_dir)
         try:
@@ -176,17 +183,13 @@ def test_kill_9_at_random_moments_ends_equal_to_a_clean_build(tmp_path: Path):
                 time.sleep(rng.uniform(0.0, 0.3))
         finally:
             server.kill()
-            kills += 1
         if round_ >= ROUNDS_DURING_BUILD:
             edit_burst(rng, notes, rng.randint(5, 30), round_)  # the files move on while it is down
-    assert kills == ROUNDS_DURING_BUILD + ROUNDS_DURING_EDITS
-    recovered = snapshot(index_dir, spaces_root)
-    clean = snapshot(tmp_path / "clean-index", spaces_root)
-    assert recovered["count"] == clean["count"]
-    assert len(clean["notes"]) > NOTES // 2  # type: ignore[arg-type]
-    assert recovered["notes"] == clean["notes"]
-    assert recovered["hits"] == clean["hits"]
-    assert recovered["feeds"] == clean["feeds"]
+        # Every time: the restart's reconcile must give what a clean build of these files gives.
+        recovered = snapshot(index_dir, spaces_root)
+        clean = snapshot(tmp_path / f"clean-{round_}", spaces_root)
+        assert len(clean["notes"]) > NOTES // 2  # type: ignore[arg-type]
+        assert recovered == clean, f"after kill {round_ + 1}"
 
 
 @pytest.mark.slow

@@ -238,3 +238,17 @@ def test_filters_folder_and_tags(vault: Vault):
         assert ids(search("notes", "résilience", FeedFilter(folder="proj"), 10)) == []
     finally:
         service.stop()
+
+
+def test_snippet_depth_and_no_snippets(service):
+    from notarium_search.lexical import search as lexical
+
+    index, ranking = service.spaces["notes"].lexical, service.settings.ranking
+    bare = lexical.search(index, "interoperabilite", FeedFilter(), 10, ranking, with_snippets=False)
+    assert bare.hits
+    assert all(h.snippets == () and h.more_snippets is None for h in bare.hits)
+    shallow = lexical.search(index, "interoperabilite", FeedFilter(), 10, ranking, snippet_depth=1)
+    assert len(shallow.hits) >= 2
+    assert shallow.hits[0].snippets
+    assert all(h.snippets == () for h in shallow.hits[1:])
+    assert all(h.all_snippets() for h in shallow.hits[1:])  # cut on demand, for the hits fusion keeps

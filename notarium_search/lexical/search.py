@@ -51,7 +51,7 @@ def search(
     result = searcher.search(query, limit, count=False)
     terms = HighlightTerms.from_plan(plan, absent_stems)
     holds_phrase = phrase_test(text) if phrase_depth else None
-    snippet_depth = limit if snippet_depth is None or not with_snippets else snippet_depth
+    snippet_depth = 0 if not with_snippets else limit if snippet_depth is None else snippet_depth
     hits = []
     for rank, (score, address) in enumerate(result.hits):
         raw = _raw_payload(searcher, address)
