@@ -239,7 +239,7 @@ def _status(settings: Settings, args: argparse.Namespace) -> int:
 def _models(_: Settings, args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from notarium_search.embedding import ModelDownloadError, download_model
+    from notarium_search.model_download import ModelDownloadError, download_model
 
     try:
         path = download_model(

@@ -28,13 +28,15 @@ import pytest
 from notarium_search.embedding import (
     EmbedderUnavailable,
     ModelConfig,
-    ModelDownloadError,
     OnnxEmbedder,
+    load_embedder,
+    read_model_config,
+)
+from notarium_search.model_download import (
+    ModelDownloadError,
     _external_data_names,
     _hub_model_json,
     download_model,
-    load_embedder,
-    read_model_config,
 )
 from tests.conftest import models_dir
 
