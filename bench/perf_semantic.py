@@ -278,7 +278,7 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
     space.graph.ensure_built()  # GRAPH_BOOST is off in this service: read the links now
 
     def fetch(note_ids: Sequence[str]) -> dict[str, Any]:
-        return {i: p.summary() for i, p in lexical.payloads_by_id(space.lexical, note_ids).items()}
+        return lexical.summaries_by_id(space.lexical, note_ids)
 
     rrf_ms, merge_ms, graph_ms = [], [], []
     for query, vector in zip(queries, vectors, strict=True):

@@ -98,10 +98,10 @@ class GraphChannel:
         """Notes linked with the best text hits (`seeds`, best first)."""
         allowed = lexical.note_ids_matching(self.lexical, filters)
         ranked = [h for h in rank_neighbours(self.graph, seeds) if allowed is None or h.note_id in allowed][:limit]
-        payloads = lexical.payloads_by_id(self.lexical, [h.note_id for h in ranked])
+        notes = lexical.summaries_by_id(self.lexical, [h.note_id for h in ranked])
         hits = tuple(
-            ChannelHit(payloads[h.note_id].summary(), h.score, (), reason=explain(h, titles))
+            ChannelHit(notes[h.note_id], h.score, (), reason=explain(h, titles))
             for h in ranked
-            if h.note_id in payloads  # deleted since the graph was read
+            if h.note_id in notes  # deleted since the graph was read
         )
         return ChannelResult(CHANNEL, hits)

@@ -163,7 +163,7 @@ class Service:
         fused = vector is not None or graph is not None
 
         def fetch(note_ids: Sequence[str]) -> dict[str, NoteSummary]:
-            return {i: p.summary() for i, p in lexical.payloads_by_id(space.lexical, note_ids).items()}
+            return lexical.summaries_by_id(space.lexical, note_ids)
 
         depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit
         results = [

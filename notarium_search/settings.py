@@ -305,20 +305,15 @@ def _coerce(key: str, value: Any, base_dir: Path) -> Any:
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{key} must be an integer, got {value!r}") from exc
     if key in _ORIGIN_FIELDS:
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
-            raise ConfigError(f"{key} must be a list of origins, got {value!r}")
-        return tuple(i.strip().rstrip("/") for i in items if i.strip())
+        return tuple(item.rstrip("/") for item in _text_list(key, value, "origins"))
     if key in _SECRET_FIELDS:
         token = str(value).strip()
         if token and len(token) < MIN_TOKEN_CHARS:
             raise ConfigError(f"{key} must be at least {MIN_TOKEN_CHARS} characters")
         return token or None
     if key in _LIST_FIELDS:
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
-            raise ConfigError(f"{key} must be a list of names, got {value!r}")
-        names = tuple(dict.fromkeys(unicodedata.normalize("NFC", i.strip().casefold()) for i in items if i.strip()))
+        items = _text_list(key, value, "names")
+        names = tuple(dict.fromkeys(unicodedata.normalize("NFC", i.casefold()) for i in items))
         if not names:
             raise ConfigError(f"{key} needs at least one name")
         return names
@@ -330,6 +325,15 @@ def _coerce(key: str, value: Any, base_dir: Path) -> Any:
             return text in _TRUE
         raise ConfigError(f"{key} must be a boolean (1/0, true/false), got {value!r}")
     return str(value)
+
+
+def _text_list(key: str, value: Any, what: str) -> list[str]:
+    """A TOML list of strings, or a comma-separated environment value: the
+    non-empty items, stripped."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise ConfigError(f"{key} must be a list of {what}, got {value!r}")
+    return [i.strip() for i in items if i.strip()]
 
 
 def _numbers_table(name: str, kind: type[_Table], raw: Mapping[str, Any]) -> _Table:

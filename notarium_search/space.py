@@ -190,27 +190,28 @@ class Space:
             self._jobs.put(self._repair_job)
 
     def _repair_job(self) -> None:
-        self.indexer.manifest.entries.clear()
-        self.indexer.manifest.save()  # killed during the repair: the next start rebuilds
+        self._rebuild(self._recreate_lexical)
+
+    def _recreate_lexical(self) -> None:
         self.lexical.recreate()
-        self._repair_queued.clear()
-        self.run_reconcile()
-        if self.semantic is not None and self.semantic.index is not None:
-            self.semantic.replan()
-        self.graph.rebuild()
+        self._repair_queued.clear()  # reads fail no more: a new failure is new damage
 
     def _full_reindex_job(self) -> None:
         self._reconcile_queued.clear()
+        self._rebuild(self.lexical.delete_all)
+
+    def _rebuild(self, empty_index: Callable[[], None]) -> None:
+        """Every note read again into an emptied index (a full reindex, or a
+        repair), then the vectors and links brought in line with all of them
+        (unchanged fragments keep their vectors; vanished notes go)."""
         # The emptied manifest is saved before anything is deleted: killed at any
         # point after this, the next start finds no trustworthy record and
         # rebuilds from the files (a saved full manifest beside a committed
         # delete-all would make it trust an empty index).
         self.indexer.manifest.entries.clear()
         self.indexer.manifest.save()
-        self.lexical.delete_all()
+        empty_index()
         self.run_reconcile()
-        # Every note was re-read: bring the vectors and links in line with all of
-        # them (unchanged fragments keep their vectors; vanished notes go).
         if self.semantic is not None and self.semantic.index is not None:
             self.semantic.replan()
         self.graph.rebuild()

@@ -16,7 +16,6 @@ import http.client
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.perf_lexical import free_port, server_env
 from notarium_search.lexical import search as lexical
 from notarium_search.models import FeedFilter
 from notarium_search.service import Service
@@ -56,27 +56,11 @@ def note_text(rng: random.Random, i: int, version: int) -> str:
     return f"---\n{frontmatter}title: Note {i} v{version}\ntags: [t{i % 7}]\n---\nnote{i:04} {words}\n"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class Server:
     def __init__(self, spaces_root: Path, index_dir: Path, extra: dict[str, str] | None = None) -> None:
         self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NOTARIUM_")}
-        env.pop("VECTOR_SEARCH", None)
-        env.pop("GRAPH_BOOST", None)
-        env.update(
-            NOTARIUM_SPACES_ROOT=str(spaces_root),
-            NOTARIUM_INDEX_DIR=str(index_dir),
-            NOTARIUM_PORT=str(self.port),
-            NOTARIUM_LOG_LEVEL="error",
-            NOTARIUM_WATCH_DEBOUNCE_MS="50",
-            NOTARIUM_RATE_LIMIT="0",
-        )
-        env.update(extra or {})
+        quiet = {"NOTARIUM_LOG_LEVEL": "error", "NOTARIUM_WATCH_DEBOUNCE_MS": "50"}
+        env = server_env(spaces_root, index_dir, self.port, {**quiet, **(extra or {})})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "notarium_search", "serve"],
             cwd=ROOT,

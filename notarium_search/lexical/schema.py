@@ -50,8 +50,9 @@ def build_schema(analyzers: Analyzers) -> tantivy.Schema:
     return sb.build()
 
 
-class Payload(msgspec.Struct, frozen=True, array_like=True):
-    """What a hit needs back from the store, in one stored field (one decode)."""
+class PayloadHead(msgspec.Struct, frozen=True, array_like=True):
+    """The leading fields of a `Payload`: what a listed note needs. Decoding
+    a stored payload as a head skips the text, links and frontmatter (3x faster)."""
 
     id: str
     path: str
@@ -61,6 +62,24 @@ class Payload(msgspec.Struct, frozen=True, array_like=True):
     folder: str
     created: float  # epoch seconds
     updated: float
+
+    def summary(self) -> NoteSummary:
+        return NoteSummary(
+            id=self.id,
+            path=self.path,
+            title=self.title,
+            tags=self.tags,
+            folder=self.folder,
+            created=datetime.fromtimestamp(self.created, tz=UTC),
+            updated=datetime.fromtimestamp(self.updated, tz=UTC),
+            aliases=self.aliases,
+        )
+
+
+class Payload(PayloadHead, frozen=True, array_like=True):
+    """What a hit needs back from the store, in one stored field (one decode).
+    Its fields come after the head's, in the same array."""
+
     links: tuple[tuple[str, str | None, str | None], ...]
     text: str
     sections: tuple[tuple[int, int, str], ...] = ()
@@ -68,9 +87,6 @@ class Payload(msgspec.Struct, frozen=True, array_like=True):
     frontmatter: dict[str, Any] = {}
     collections: tuple[str, ...] = ()
     chunking: str = "paragraph"
-
-    def summary(self) -> NoteSummary:
-        return _summary(self)
 
     def wikilinks(self) -> tuple[WikiLink, ...]:
         return tuple(WikiLink(t, h, a) for t, h, a in self.links)
@@ -97,36 +113,6 @@ class Payload(msgspec.Struct, frozen=True, array_like=True):
             collections=self.collections,
             chunking=self.chunking,
         )
-
-
-class PayloadHead(msgspec.Struct, frozen=True, array_like=True):
-    """The leading fields of a `Payload` (same order): what a listed note needs.
-    Decoding it skips the text, links and frontmatter (3x faster)."""
-
-    id: str
-    path: str
-    title: str
-    aliases: tuple[str, ...]
-    tags: tuple[str, ...]
-    folder: str
-    created: float
-    updated: float
-
-    def summary(self) -> NoteSummary:
-        return _summary(self)
-
-
-def _summary(note: Payload | PayloadHead) -> NoteSummary:
-    return NoteSummary(
-        id=note.id,
-        path=note.path,
-        title=note.title,
-        tags=note.tags,
-        folder=note.folder,
-        created=datetime.fromtimestamp(note.created, tz=UTC),
-        updated=datetime.fromtimestamp(note.updated, tz=UTC),
-        aliases=note.aliases,
-    )
 
 
 _ENCODER = msgspec.json.Encoder()
