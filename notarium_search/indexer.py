@@ -61,6 +61,9 @@ class SpaceIndexer:
         self.progress = IndexProgress()
         self.skipped_total = len(manifest.skipped())
         self.collections = CollectionRules(space.collections)
+        # What the next commit writes, recorded before it (see manifest.py).
+        self._touched_ids: set[str] = set()
+        self._touched_paths: set[str] = set()
 
     def reconcile(
         self,
@@ -78,6 +81,8 @@ class SpaceIndexer:
             # The in-memory manifest may describe writes that were never
             # committed: go back to the last saved one, which matches the index.
             self.manifest = Manifest.load(self.manifest.path, self.manifest.fingerprint)
+            self._touched_ids.clear()
+            self._touched_paths.clear()
             raise
         interrupted = stop is not None and stop.is_set() and progress.done < progress.total
         progress.state = IndexState.BUILDING if interrupted else IndexState.READY
@@ -99,17 +104,20 @@ class SpaceIndexer:
         stop: threading.Event | None,
         on_progress: Callable[[IndexProgress], None] | None,
     ) -> None:
+        self._redo_unsettled(progress)
         files = scan_space(self.space.path, self.space.include, self.space.exclude)
         present = {f.rel_path for f in files}
         gone = [p for p in self.manifest.entries if p not in present]
-        changed = [f for f in files if self._changed(f)]
-        progress.total = len(changed)
         for rel_path in gone:
             note_id = self.manifest.entries.pop(rel_path).note_id
+            self._touched_paths.add(rel_path)
             if note_id is not None:
+                self._touched_ids.add(note_id)
                 self.lexical.delete(note_id)
                 progress.deleted += 1
                 progress.deleted_ids.add(note_id)
+        changed = self._to_read(files)
+        progress.total = len(changed)
         owners = self.manifest.ids()
         last_commit = time.monotonic()
         interval = FIRST_COMMIT_SECONDS
@@ -141,9 +149,19 @@ class SpaceIndexer:
             self._skip(progress, source.rel_path, f"internal error: {type(exc).__name__}")
             return 0
 
-    def _changed(self, source: SourceFile) -> bool:
-        entry = self.manifest.entries.get(source.rel_path)
-        return entry is None or entry.mtime_ns != source.mtime_ns or entry.size != source.size
+    def _to_read(self, files: list[SourceFile]) -> list[SourceFile]:
+        """New and changed files, and those whose wanted id has come free
+        (its holder was deleted or moved): a clean build would give it to them."""
+        owners = self.manifest.ids()
+        entries = self.manifest.entries
+        return [
+            f
+            for f in files
+            if (entry := entries.get(f.rel_path)) is None
+            or entry.mtime_ns != f.mtime_ns
+            or entry.size != f.size
+            or (entry.claimed_id is not None and entry.claimed_id not in owners)
+        ]
 
     def _apply(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
         """Index one changed file; returns how many index writes it caused."""
@@ -155,6 +173,8 @@ class SpaceIndexer:
         if previous is not None and previous.digest == read.entry.digest and previous.note_id == read.entry.note_id:
             return 0  # touched, not changed
         previous_id = previous.note_id if previous is not None else None
+        self._touched_paths.add(source.rel_path)
+        self._touched_ids.update(i for i in (previous_id, read.entry.note_id) if i is not None)
         if read.note is None:
             if previous_id is not None:
                 self.lexical.delete(previous_id)
@@ -203,7 +223,9 @@ class SpaceIndexer:
             if note.id == source.rel_path or source.rel_path in owners:
                 return self._skip_read(entry, progress, source.rel_path, f"note id {note.id!r} already used by {owner}")
             log.warning("duplicate_note_id", space=self.space.name, path=source.rel_path, id=note.id, owner=owner)
+            claimed = note.id
             note = replace(note, id=source.rel_path)
+            return _Read(Entry(source.mtime_ns, source.size, digest, note.id, claimed_id=claimed), note)
         return _Read(Entry(source.mtime_ns, source.size, digest, note.id), note)
 
     def _skip_read(self, entry: Entry, progress: IndexProgress, rel_path: str, reason: str) -> _Read:
@@ -215,9 +237,38 @@ class SpaceIndexer:
         progress.skipped += 1
         log.warning("note_skipped", space=self.space.name, path=rel_path, reason=reason)
 
-    def _commit(self, progress: IndexProgress) -> None:
+    def _redo_unsettled(self, progress: IndexProgress) -> None:
+        """A crash fell between a commit and its manifest: drop the notes it
+        touched from both, so that this pass reads them again from the files
+        (those whose file is gone stay dropped)."""
+        unsettled = self.manifest.load_unsettled()
+        if unsettled is None:
+            return
+        log.warning("space_unsettled_commit", space=self.space.name, notes=len(unsettled.ids), all=unsettled.everything)
+        ids, paths = set(unsettled.ids), set(unsettled.paths)
+        if unsettled.everything:
+            ids |= set(self.manifest.ids())
+            paths |= set(self.manifest.entries)
+            self.lexical.delete_all()
+        for note_id in ids:
+            self.lexical.delete(note_id)
+        for rel_path in [p for p, e in self.manifest.entries.items() if p in paths or e.note_id in ids]:
+            del self.manifest.entries[rel_path]
+        progress.deleted_ids |= ids
         self.lexical.commit()
         self.manifest.save()
+        self.manifest.settle()
+
+    def _commit(self, progress: IndexProgress) -> None:
+        touched = bool(self._touched_ids or self._touched_paths)
+        if touched:
+            self.manifest.mark_unsettled(self._touched_ids, self._touched_paths)
+        self.lexical.commit()
+        self.manifest.save()
+        if touched:
+            self.manifest.settle()
+            self._touched_ids.clear()
+            self._touched_paths.clear()
         progress.last_indexed = datetime.now(tz=UTC)
         # Counted here, on the writer thread: status readers must not iterate
         # a manifest the writer is changing.

@@ -4,6 +4,12 @@ It lets a restart skip unchanged files (same mtime and size, or same content
 hash) and tells which note id a path had, so edits and deletions reach the
 index. Written atomically: a crash leaves the previous manifest, never half
 of one.
+
+The manifest and the Tantivy commit are two files, so a crash can fall
+between them. Before each commit the writer records which note ids and paths
+the commit touches (`unsettled.json`) and removes that record once the
+manifest matches the commit; a record found at the next start names exactly
+the notes whose index state is uncertain, and those are redone.
 """
 
 from __future__ import annotations
@@ -24,6 +30,17 @@ class Entry(msgspec.Struct, array_like=True):
     digest: str
     note_id: str | None  # None: the file was skipped (binary, not UTF-8, too large)
     skip_reason: str | None = None
+    # The frontmatter id this file asked for while another file held it: the
+    # note is indexed under its path, and takes the id back once it is free.
+    claimed_id: str | None = None
+
+
+class Unsettled(msgspec.Struct):
+    """Notes a commit was writing when the process stopped."""
+
+    ids: list[str]
+    paths: list[str]
+    everything: bool = False  # the record itself is unreadable: nothing is certain
 
 
 class _File(msgspec.Struct):
@@ -56,6 +73,29 @@ class Manifest:
     def save(self) -> None:
         write_atomic(self.path, msgspec.json.encode(_File(self.fingerprint, self.entries)))
 
+    @property
+    def unsettled_path(self) -> Path:
+        return self.path.with_name("unsettled.json")
+
+    def mark_unsettled(self, ids: set[str], paths: set[str]) -> None:
+        """Written before a commit that touches these notes."""
+        write_atomic(self.unsettled_path, msgspec.json.encode(Unsettled(sorted(ids), sorted(paths))))
+
+    def settle(self) -> None:
+        """The commit and this manifest agree again (called after `save`)."""
+        self.unsettled_path.unlink(missing_ok=True)
+        _fsync_directory(self.path.parent)
+
+    def load_unsettled(self) -> Unsettled | None:
+        """The record a crash left, if any."""
+        try:
+            return msgspec.json.decode(self.unsettled_path.read_bytes(), type=Unsettled)
+        except FileNotFoundError:
+            return None
+        except (OSError, msgspec.DecodeError) as exc:
+            log.warning("unsettled_record_unreadable", path=str(self.unsettled_path), error=str(exc))
+            return Unsettled([], [], everything=True)
+
     def skipped(self) -> dict[str, str]:
         """path → why it is not indexed."""
         return {p: e.skip_reason or "skipped" for p, e in self.entries.items() if e.note_id is None}
@@ -72,7 +112,11 @@ def write_atomic(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(path: Path) -> None:
+    directory = os.open(path, os.O_RDONLY)
     try:
         os.fsync(directory)
     finally:

@@ -144,6 +144,33 @@ def snapshot(index_dir: Path, spaces_root: Path) -> dict[str, object]:
         service.stop()
 
 
+def differences(recovered: dict[str, object], clean: dict[str, object]) -> list[str]:
+    """What differs, briefly: CI keeps only the tail of a failure's output,
+    and pytest's diff of two 2,000-note snapshots does not fit in it."""
+    found: list[str] = []
+    for key in sorted(recovered.keys() | clean.keys()):
+        mine, theirs = recovered.get(key), clean.get(key)
+        if isinstance(mine, dict) and isinstance(theirs, dict):
+            found += [
+                f"{key}[{inner!r}]: {_difference(mine.get(inner), theirs.get(inner))}"
+                for inner in sorted(mine.keys() | theirs.keys())
+                if mine.get(inner) != theirs.get(inner)
+            ]
+        elif mine != theirs:
+            found.append(f"{key}: {_difference(mine, theirs)}")
+    return found[:10]
+
+
+def _difference(mine: object, theirs: object) -> str:
+    if isinstance(mine, list) and isinstance(theirs, list):
+        first = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), None)
+        only_mine = sorted(set(mine) - set(theirs))[:5]
+        only_theirs = sorted(set(theirs) - set(mine))[:5]
+        lengths = f"{len(mine)}/{len(theirs)}"
+        return f"first differs at {first}, lengths {lengths}, only recovered {only_mine}, only clean {only_theirs}"
+    return f"recovered {mine!r:.300} clean {theirs!r:.300}"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_kill_9_at_random_moments_ends_equal_to_a_clean_build(tmp_path: Path):
@@ -173,7 +200,7 @@ def test_kill_9_at_random_moments_ends_equal_to_a_clean_build(tmp_path: Path):
         recovered = snapshot(index_dir, spaces_root)
         clean = snapshot(tmp_path / f"clean-{round_}", spaces_root)
         assert len(clean["notes"]) > NOTES // 2  # type: ignore[arg-type]
-        assert recovered == clean, f"after kill {round_ + 1}"
+        assert recovered == clean, f"after kill {round_ + 1}: {differences(recovered, clean)}"
 
 
 @pytest.mark.slow

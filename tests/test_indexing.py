@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from notarium_search.lexical import search as lexical
 from notarium_search.models import FeedFilter, IndexState
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
@@ -83,6 +84,20 @@ def test_duplicate_frontmatter_ids_keep_both_notes(vault: Vault):
     vault.write("b.md", note("same", "second morceau"))
     service = vault.service()
     assert sorted(ids(service.search("notes", "morceau", NO_FILTER, 10))) == ["b.md", "same"]
+    service.stop()
+
+
+def test_a_note_takes_its_id_back_when_the_holder_goes(vault: Vault):
+    """A move seen half-way (the new path read while the old one is still
+    indexed) must end as a clean build would: one note, its frontmatter id."""
+    vault.write("a.md", note("same", "premier morceau"))
+    service = vault.service()
+    vault.write("b.md", note("same", "second morceau"))
+    service.spaces["notes"].run_reconcile()
+    assert sorted(ids(service.search("notes", "morceau", NO_FILTER, 10))) == ["b.md", "same"]
+    vault.remove("a.md")
+    service.spaces["notes"].run_reconcile()
+    assert ids(service.search("notes", "morceau", NO_FILTER, 10)) == ["same"]
     service.stop()
 
 
@@ -257,4 +272,54 @@ def test_failed_commit_is_reported_and_recovered(vault: Vault, monkeypatch: pyte
     space.run_reconcile()
     assert ids(service.search("notes", "second", NO_FILTER, 10)) == ["b"]
     assert space.status().lexical.error is None
+    service.stop()
+
+
+@pytest.mark.parametrize("crash_after", ["lexical_commit", "nothing"])
+def test_crash_between_the_index_commit_and_the_manifest_leaves_no_ghost(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, crash_after: str
+):
+    """The lexical commit and the manifest are two files: a crash between
+    them must not leave a note in the index that no manifest entry names
+    (deleted while the service was down, it would rank forever)."""
+    import notarium_search.manifest as manifest_module
+
+    vault.write("a.md", note("a", "ancien"))
+    service = vault.service()
+    space = service.spaces["notes"]
+    vault.write("b.md", note("b", "fantôme"))
+    vault.write("a.md", note("a2", "renommé"))  # the id changes: the old one must go too
+    real_save = manifest_module.Manifest.save
+
+    def crash(self: manifest_module.Manifest) -> None:
+        raise KeyboardInterrupt  # what a kill -9 leaves: nothing more is written
+
+    if crash_after == "lexical_commit":
+        monkeypatch.setattr(manifest_module.Manifest, "save", crash)
+    else:
+        monkeypatch.setattr(space.lexical, "commit", lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        space.run_reconcile()
+    monkeypatch.setattr(manifest_module.Manifest, "save", real_save)
+    service.stop()
+    vault.remove("b.md")  # while the service is down
+    service = vault.service()
+    # The index itself, not the answers: those hide notes whose file is gone.
+    stored = {p.id: p.text for p in lexical.all_payloads(service.spaces["notes"].lexical)}
+    assert stored == {"a2": "renommé"}
+    service.stop()
+
+
+def test_unreadable_unsettled_record_redoes_every_note(vault: Vault):
+    vault.write("a.md", note("a", "premier"))
+    vault.write("b.md", note("b", "second"))
+    service = vault.service()
+    service.stop()
+    (vault.index_dir / "notes" / "unsettled.json").write_bytes(b"\x00{half")
+    vault.remove("b.md")
+    service = vault.service()
+    space = service.spaces["notes"]
+    assert {p.id for p in lexical.all_payloads(space.lexical)} == {"a"}
+    assert space.indexer.progress.indexed == 1  # read again, though unchanged: nothing was certain
+    assert not (vault.index_dir / "notes" / "unsettled.json").exists()
     service.stop()
