@@ -80,3 +80,40 @@ def _stat(root_real: Path, abs_path: str, rel_path: str) -> SourceFile | None:
     if not os.path.isfile(abs_path):
         return None
     return SourceFile(rel_path=rel_path, abs_path=abs_path, size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
+def stat_paths(
+    root: Path, rel_paths: Iterable[str], include: tuple[str, ...], exclude: tuple[str, ...]
+) -> tuple[list[SourceFile], list[str]] | None:
+    """The note files among `rel_paths` (what a watcher reported), kept or
+    skipped exactly as `scan_space` would, and the paths that no longer
+    exist. None when one of them is a folder, or lies below a symlinked one:
+    only a full scan follows a folder's move, creation or deletion."""
+    root_real = os.path.realpath(root)
+    found: list[SourceFile] = []
+    missing: list[str] = []
+    for rel_path in sorted(set(rel_paths)):
+        abs_path = os.path.join(root, rel_path)
+        if not os.path.lexists(abs_path):
+            missing.append(rel_path)
+            continue
+        if os.path.isdir(abs_path) or os.path.realpath(os.path.dirname(abs_path)) != os.path.join(
+            root_real, os.path.dirname(rel_path)
+        ).rstrip("/"):
+            return None
+        if _scanned(rel_path, include, exclude):
+            source = _stat(Path(root_real), abs_path, rel_path)
+            if source is not None:
+                found.append(source)
+    return found, missing
+
+
+def _scanned(rel_path: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    """Whether `scan_space` would consider this file (hidden parts, excluded folders, globs)."""
+    parts = rel_path.split("/")
+    if any(part.startswith(".") for part in parts):
+        return False
+    folders = ["/".join(parts[: i + 1]) + "/" for i in range(len(parts) - 1)]
+    if any(matches_any(folder, exclude) for folder in folders):
+        return False
+    return matches_any(rel_path, include) and not matches_any(rel_path, exclude)

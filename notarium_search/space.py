@@ -13,7 +13,7 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -90,6 +90,9 @@ class Space:
             self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
         self._jobs: queue.Queue[Callable[[], object] | None] = queue.Queue()
         self._reconcile_queued = threading.Event()  # one pending reconcile covers any number of requests
+        self._pending_lock = threading.Lock()
+        self._pending_full_scan = False  # what the queued reconcile must look at: every file,
+        self._pending_paths: set[str] = set()  # or only these
         self._repair_queued = threading.Event()
         self.repaired: str | None = None  # the last repair of the lexical index, for status
         self._retry_seconds = RETRY_FIRST_SECONDS
@@ -98,7 +101,7 @@ class Space:
             self.watcher = SpaceWatcher(
                 self.name,
                 config.path,
-                self.request_reindex,
+                lambda paths: self.request_reindex(paths=paths),
                 settings.watch,
                 settings.watch_debounce_ms,
                 settings.reconcile_interval,
@@ -119,15 +122,24 @@ class Space:
         if self.watcher is not None:
             self.watcher.start()
 
-    def request_reindex(self, full: bool = False) -> None:
+    def request_reindex(self, full: bool = False, paths: Iterable[str] | None = None) -> None:
         """Queue a reconcile (returns at once). `full` forgets what the index
         holds and re-reads every note; vectors whose fragments did not change
-        are kept."""
+        are kept. `paths` (relative to the space) are the files a watcher saw
+        change: the pass can look at those alone; without them it scans every
+        file. Requests made before the pass starts are merged into it."""
         if full:
             self._jobs.put(self._full_reindex_job)
-        elif not self._reconcile_queued.is_set():
+            return
+        with self._pending_lock:
+            if paths is None:
+                self._pending_full_scan = True
+            else:
+                self._pending_paths.update(paths)
+            if self._reconcile_queued.is_set():
+                return
             self._reconcile_queued.set()
-            self._jobs.put(self._reconcile_job)
+        self._jobs.put(self._reconcile_job)
 
     def attach_embedder(self, embedder: Embedder) -> None:
         """The model is loaded: build or open the vectors (on the writer thread)."""
@@ -197,7 +209,7 @@ class Space:
         self._repair_queued.clear()  # reads fail no more: a new failure is new damage
 
     def _full_reindex_job(self) -> None:
-        self._reconcile_queued.clear()
+        self._take_pending()
         self._rebuild(self.lexical.delete_all)
 
     def _rebuild(self, empty_index: Callable[[], None]) -> None:
@@ -216,10 +228,18 @@ class Space:
             self.semantic.replan()
         self.graph.rebuild()
 
+    def _take_pending(self) -> set[str] | None:
+        """What the next pass covers (None: every file); changes from now on need another pass."""
+        with self._pending_lock:
+            self._reconcile_queued.clear()
+            paths = None if self._pending_full_scan else self._pending_paths
+            self._pending_full_scan, self._pending_paths = False, set()
+        return paths
+
     def _reconcile_job(self) -> None:
-        self._reconcile_queued.clear()  # changes from now on need another pass
+        paths = self._take_pending()
         try:
-            progress = self.run_reconcile()
+            progress = self.run_reconcile(paths=paths)
         except Exception:
             self._retry_later()
             raise
@@ -231,10 +251,12 @@ class Space:
         if self.semantic is not None:
             self.semantic.work_slice()
 
-    def run_reconcile(self, on_progress: Callable[[IndexProgress], None] | None = None) -> IndexProgress:
+    def run_reconcile(
+        self, on_progress: Callable[[IndexProgress], None] | None = None, paths: set[str] | None = None
+    ) -> IndexProgress:
         """One reconcile pass on the calling thread (the writer thread, or the CLI)."""
         try:
-            progress = self.indexer.reconcile(self.stop_event, on_progress)
+            progress = self.indexer.reconcile(self.stop_event, on_progress, paths)
         except IndexLocked as exc:
             log.error("space_index_locked", space=self.name, error=str(exc))
             self._failure = str(exc)
@@ -268,7 +290,7 @@ class Space:
         in case the watcher missed it."""
         if os.path.lexists(self.config.path / note.path):
             return True
-        self.request_reindex()
+        self.request_reindex(paths=(note.path,))
         return False
 
     def status(self) -> SpaceStatus:

@@ -2,8 +2,9 @@
 reconcile (the writer thread then compares the files with the index and
 applies creates, edits, deletes and moves to every index).
 
-A change event only says "look again": the reconcile reads the files, not the
-events, so a missed, doubled or reordered event never leaves the index wrong,
+A change event only says "look again" at the paths it names: the reconcile
+reads those files (every file when a folder changed), not the events, so a
+doubled or reordered event never leaves the index wrong,
 and editor tricks (write to a temporary name, then rename over the note) end
 as one edit of the note once the burst is quiet. When the operating system
 cannot watch (inotify limits, network filesystems), or watching is turned
@@ -13,6 +14,7 @@ off, the space is reconciled every `reconcile_interval` seconds instead, and
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -42,7 +44,7 @@ class SpaceWatcher:
         self,
         name: str,
         root: Path,
-        on_change: Callable[[], None],
+        on_change: Callable[[set[str] | None], None],
         enabled: bool,
         quiet_ms: int,
         fallback_seconds: int,
@@ -96,7 +98,7 @@ class SpaceWatcher:
                 return
             if batch:
                 log.debug("files_changed", space=self.name, changes=len(batch))
-                self.on_change()
+                self.on_change(self._relative({path for _, path in batch}))
 
     def _poll(self, why: str) -> None:
         if self.fallback_seconds <= 0:
@@ -105,4 +107,15 @@ class SpaceWatcher:
         self.mode = f"polling every {self.fallback_seconds} s ({why})"
         log.info("polling", space=self.name, interval=self.fallback_seconds, reason=why)
         while not self._stop.wait(self.fallback_seconds):
-            self.on_change()
+            self.on_change(None)  # a poll does not know what changed: every file is looked at
+
+    def _relative(self, paths: set[str]) -> set[str] | None:
+        """POSIX paths relative to the space; None (look at everything) when
+        the root itself changed."""
+        relative = set()
+        for path in paths:
+            rel = os.path.relpath(path, self.root)
+            if rel == "." or rel.startswith(".."):
+                return None
+            relative.add(rel.replace(os.sep, "/"))
+        return relative

@@ -323,3 +323,40 @@ def test_unreadable_unsettled_record_redoes_every_note(vault: Vault):
     assert space.indexer.progress.indexed == 1  # read again, though unchanged: nothing was certain
     assert not (vault.index_dir / "notes" / "unsettled.json").exists()
     service.stop()
+
+
+def test_a_pass_over_reported_paths_reads_only_those(vault: Vault):
+    vault.write("a.md", note("a", "avant"))
+    vault.write("b.md", note("b", "avant"))
+    vault.write("dossier/c.md", note("c", "avant"))
+    service = vault.service()
+    space = service.spaces["notes"]
+    vault.write("a.md", note("a", "après"))
+    vault.write("b.md", note("b", "après"))  # changed, but not reported
+    progress = space.run_reconcile(paths={"a.md", ".a.md.swp", "gone-temp.md"})
+    assert (progress.indexed, progress.deleted) == (1, 0)
+    assert ids(service.search("notes", "après", NO_FILTER, 10)) == ["a"]
+    vault.remove("a.md")
+    progress = space.run_reconcile(paths={"a.md"})
+    assert (progress.indexed, progress.deleted) == (0, 1)
+    # A folder among the paths: only a full scan sees what moved with it.
+    (vault.root / "notes" / "dossier").rename(vault.root / "notes" / "classeur")
+    progress = space.run_reconcile(paths={"dossier"})
+    assert progress.indexed == 2  # b (unreported before) and c at its new path
+    assert {p.path for p in lexical.all_payloads(space.lexical)} == {"b.md", "classeur/c.md"}
+    service.stop()
+
+
+def test_a_reported_path_is_filtered_like_a_scan(vault: Vault, tmp_path: Path):
+    vault.write("a.md", note("a", "texte"))
+    service = vault.service()
+    space = service.spaces["notes"]
+    vault.write(".cache/x.md", note("x", "caché"))
+    vault.write("notes.txt", "pas une note")
+    outside = tmp_path / "outside.md"
+    outside.write_text(note("o", "dehors"), encoding="utf-8")
+    (vault.root / "notes" / "lien.md").symlink_to(outside)
+    progress = space.run_reconcile(paths={".cache/x.md", "notes.txt", "lien.md"})
+    assert progress.indexed == 0
+    assert {p.id for p in lexical.all_payloads(space.lexical)} == {"a"}
+    service.stop()
