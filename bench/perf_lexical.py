@@ -748,15 +748,15 @@ def measure_http_single(port: int, paths: list[str]) -> dict[str, Any]:
     return {**summarize(samples), "empty_results": empty, **_status_counts(statuses)}
 
 
-def measure_http_concurrent(port: int, paths: list[str], seconds: float) -> dict[str, Any]:
-    """CLIENTS threads, each on its own connection, for `seconds`."""
-    samples: list[list[float]] = [[] for _ in range(CLIENTS)]
-    statuses: list[Counter[int]] = [Counter() for _ in range(CLIENTS)]
-    start = threading.Barrier(CLIENTS + 1, timeout=HTTP_TIMEOUT)  # a client that dies cannot hang the run
+def measure_http_concurrent(port: int, paths: list[str], seconds: float, clients: int = CLIENTS) -> dict[str, Any]:
+    """`clients` threads, each on its own connection, for `seconds`."""
+    samples: list[list[float]] = [[] for _ in range(clients)]
+    statuses: list[Counter[int]] = [Counter() for _ in range(clients)]
+    start = threading.Barrier(clients + 1, timeout=HTTP_TIMEOUT)  # a client that dies cannot hang the run
 
     def worker(k: int) -> None:
         client = Client(port)
-        offset = k * len(paths) // CLIENTS  # clients do not send the same query at the same time
+        offset = k * len(paths) // clients  # clients do not send the same query at the same time
         try:
             start.wait()
             deadline = time.perf_counter() + seconds
@@ -770,7 +770,7 @@ def measure_http_concurrent(port: int, paths: list[str], seconds: float) -> dict
         finally:
             client.close()
 
-    threads = [threading.Thread(target=worker, args=(k,), name=f"client-{k}") for k in range(CLIENTS)]
+    threads = [threading.Thread(target=worker, args=(k,), name=f"client-{k}") for k in range(clients)]
     for thread in threads:
         thread.start()
     start.wait()
@@ -780,7 +780,7 @@ def measure_http_concurrent(port: int, paths: list[str], seconds: float) -> dict
     wall = time.perf_counter() - began
     every = [ms for per_client in samples for ms in per_client]
     return {
-        "clients": CLIENTS,
+        "clients": clients,
         "seconds": round(wall, 3),
         "queries_per_second": round(len(every) / wall, 1),
         **summarize(every),

@@ -33,3 +33,44 @@ def test_load_while_indexing_smoke():
     assert results["stale_hits"] == 0
     assert results["reindex_requests"].get("202", 0) >= 1
     assert results["edits"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_scale_benchmark_smoke(tmp_path):
+    """`python -m bench.scale` at 1,000 notes with the small English pack:
+    every phase runs and reports, the plots are written (timings unchecked)."""
+    from bench import scale
+    from tests.conftest import models_dir
+
+    eval_dir = collection("piaf-fr").parent
+    model = models_dir() / "all-minilm-l6-v2-int8"
+    out = tmp_path / "out"
+    argv = ["--sizes", "1000", "--quick", "--model", str(model), "--eval-dir", str(eval_dir)]
+    results = scale.main([*argv, "--work", str(tmp_path / "work"), "--out", str(out)])
+    size = results["sizes"]["1000"]
+    assert size["lexical"]["index"]["indexed_docs"] == 1000
+    assert size["embedding"]["fragments_per_second"] > 0  # the smallest size always embeds from scratch
+    assert size["fts5"]["search"]["count"] == size["lexical"]["search"]["count"]
+    assert size["flat_scan"]["recall_at_k"]["mean"] >= 0.95
+    for mode in ("lexical", "hybrid", "hybrid_graph"):
+        http = size["http"][mode]
+        assert http["single"]["non_200"] == 0, mode
+        assert all(run["non_200"] == 0 for run in http["clients"].values()), mode
+        assert http["cold_start_first_answer_s"] > 0
+    assert size["http"]["hybrid"]["single"]["degraded"] == {}  # the model answered every query
+    edits = size["http"]["incremental"]
+    assert edits["lexical_visible_ms"] is not None
+    assert edits["semantic_visible_ms"] is not None
+    for name in ("piaf-fr", "cranfield"):
+        assert 0 < results["quality"][name]["tantivy"]["ndcg@10"] <= 1
+    assert set(results["targets"]) == set(scale_report_targets())
+    assert (out / "scale-quick.json").is_file()
+    assert (out / "latency-vs-size.png").stat().st_size > 0
+    assert (out / "throughput-vs-clients.png").stat().st_size > 0
+
+
+def scale_report_targets() -> list[str]:
+    from bench.scale_report import TARGETS
+
+    return list(TARGETS)
