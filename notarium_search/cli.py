@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -17,9 +18,17 @@ from notarium_search.logsetup import configure_logging
 from notarium_search.settings import ConfigError, Settings, load_settings
 
 EXIT_USAGE = 2
+# numpy's OpenBLAS keeps one thread per core and wakes them for every matrix
+# product. The service's products are small (a filtered search over at most
+# 2,000 fragments) and run beside onnxruntime's own threads; with the model
+# embedding on both cores, those wake-ups put a 2,000 × 384 product at 8.1 ms
+# p99 against 0.07 ms on one thread (docs/benchmarks.md, optimisation log).
+# Read when numpy loads, which the semantic modules do after this.
+BLAS_THREADS = "1"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", BLAS_THREADS)  # an operator's own setting wins
     args = _parser().parse_args(argv)
     try:
         settings = load_settings(args.config)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Vault
 
 
@@ -118,3 +120,18 @@ def test_index_embeds_with_a_progress_bar_when_vector_search_is_on(vault: Vault,
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert "0 indexed" in again.stdout
     assert "semantic ready, 5/5 fragments" in again.stdout  # nothing re-embedded, all still there
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("4", "4")])
+def test_the_command_runs_numpy_on_one_blas_thread_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch, preset: str | None, expected: str
+):
+    from notarium_search import cli
+
+    if preset is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", preset)
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == expected
