@@ -1,4 +1,4 @@
-"""`notarium-search` command line: serve, index, search, status."""
+"""`notarium-search` command line: serve, mcp, index, search, status."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"notarium-search: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    handler = {"serve": _serve, "index": _index, "search": _search, "status": _status, "models": _models}[args.command]
+    handlers = {"serve": _serve, "mcp": _mcp, "index": _index, "search": _search, "status": _status, "models": _models}
+    handler = handlers[args.command]
     return handler(settings, args)
 
 
@@ -46,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="TOML config file (default: $NOTARIUM_CONFIG)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the HTTP service (indexes every space in the background)")
+    sub.add_parser("mcp", help="serve the MCP tools over stdio, for assistants that start it (docs/mcp.md)")
     index = sub.add_parser("index", help="index a space now, with a progress bar (Ctrl+C stops safely)")
     index.add_argument("space")
     index.add_argument("--full", action="store_true", help="rebuild from scratch instead of updating")
@@ -88,6 +90,26 @@ def _serve(settings: Settings, _: argparse.Namespace) -> int:
         print(f"notarium-search: {exc}", file=sys.stderr)
         return 1
     uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, log_level=settings.log_level)
+    return 0
+
+
+def _mcp(settings: Settings, _: argparse.Namespace) -> int:
+    from notarium_search.lexical.store import IndexLocked
+    from notarium_search.mcp_server import run_stdio
+
+    # stdout carries the protocol alone: logs go to stderr, which MCP clients show or keep.
+    configure_logging(settings.log_level, sys.stderr)
+    try:
+        run_stdio(settings)
+    except IndexLocked as exc:
+        print(
+            f"notarium-search: {exc} (a `serve`, `index` or `mcp` on the same index): one process writes an"
+            " index; give every client the running service's /mcp endpoint instead (docs/mcp.md)",
+            file=sys.stderr,
+        )
+        return 1
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 

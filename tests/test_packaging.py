@@ -63,6 +63,7 @@ def test_install_from_the_copied_files(tmp_path: Path):
         timeout=300,
     )
     assert (target / "notarium_search" / "api" / "app.py").exists()
+    assert (target / "notarium_search" / "web" / "app.js").exists()  # package data: the Spotlight page
     entry_points = next(target.glob("notarium_search-*.dist-info")) / "entry_points.txt"
     assert "notarium-search = notarium_search.cli:main" in entry_points.read_text()
     env = {**os.environ, "PYTHONPATH": str(target)}

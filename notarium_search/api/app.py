@@ -37,7 +37,9 @@ from notarium_search.api.schemas import (
     related_note,
     search_body,
 )
+from notarium_search.api.web import WEB_HANDLERS
 from notarium_search.errors import InvalidParameter, NotariumError
+from notarium_search.mcp_server import http_transport
 from notarium_search.models import FeedFilter, SpaceStatus
 from notarium_search.parse import to_datetime
 from notarium_search.service import MAX_LIMIT, Service
@@ -238,6 +240,7 @@ def _date(name: str, value: str | None) -> datetime | None:
 
 def create_app(settings: Settings, service: Service | None = None, start_indexing: bool = True) -> Litestar:
     service = service or Service(settings)
+    mcp = http_transport(service, settings)  # MCP tools at /mcp, behind the same guard (docs/mcp.md)
 
     async def on_startup() -> None:
         if start_indexing:
@@ -249,6 +252,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
     return Litestar(
         route_handlers=[
             healthz,
+            mcp.handler,
             status,
             list_spaces,
             space_status,
@@ -258,6 +262,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
             activations,
             note_route,
             reindex,
+            *WEB_HANDLERS,  # the Spotlight page at / (no token: it holds no data)
         ],
         guards=[token_guard(settings)],
         cors_config=cors_config(settings),
@@ -265,6 +270,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
         state=State({"service": service}),
         on_startup=[on_startup],
         on_shutdown=[on_shutdown],
+        lifespan=[mcp.lifespan],  # entered before on_startup, left before on_shutdown (service.stop)
         exception_handlers={
             NotariumError: errors.notarium_error,
             ValidationException: errors.validation_error,

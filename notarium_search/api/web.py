@@ -1,0 +1,69 @@
+"""The Spotlight web page: `GET /` and its static assets under `/web/`.
+
+Plain files shipped in `notarium_search/web` (no build step, nothing fetched
+from elsewhere). They hold no data, so they are served without a token; the
+page asks the API for everything, with the token the user pasted when one is
+needed. A strict Content-Security-Policy allows only our own script, styles
+and API: a title or snippet that slipped through as markup still could not
+run anything.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from litestar import Request, Response, get
+
+from notarium_search.api.access import PUBLIC
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "connect-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    )
+)
+HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    # Revalidate every time: a new version of the service must never run an old script.
+    "Cache-Control": "no-cache",
+}
+# The page's files and their types (Litestar adds "; charset=utf-8" to text types).
+ASSETS = {
+    "app.js": "text/javascript",
+    "app.css": "text/css",
+    "favicon.svg": "image/svg+xml",
+}
+PAGE = "index.html"
+
+
+@cache
+def _read(name: str) -> bytes:
+    return (files("notarium_search") / "web" / name).read_bytes()
+
+
+@get("/", sync_to_thread=False, include_in_schema=False, opt={PUBLIC: True})
+def page() -> Response[bytes]:
+    """The Spotlight page (search, feed, note view)."""
+    return Response(_read(PAGE), media_type="text/html", headers=HEADERS)
+
+
+# One fixed route per file rather than a path parameter: no request can name
+# anything else, and each route is a plain path (docs/api.md lists them).
+@get([f"/web/{name}" for name in ASSETS], sync_to_thread=False, include_in_schema=False, opt={PUBLIC: True})
+def asset(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """A script, style sheet or icon of the page."""
+    name = request.url.path.rpartition("/")[2]
+    return Response(_read(name), media_type=ASSETS[name], headers=HEADERS)
+
+
+WEB_HANDLERS = (page, asset)

@@ -1,0 +1,214 @@
+"""The MCP tools' answers as compact text: what an assistant reads to choose
+its next call (ids to open, why a channel is missing, how to page on).
+Pure functions of the Service's results (mcp_tools.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from notarium_search.models import (
+    Activation,
+    NoteDetail,
+    NoteLink,
+    NoteRecord,
+    NotesPage,
+    NoteSummary,
+    SearchHit,
+    SearchResponse,
+    Snippet,
+)
+
+if TYPE_CHECKING:
+    from notarium_search.semantic.channel import Echo  # numpy: the semantic extra
+
+FRONTMATTER_PREVIEW_CHARS = 300  # per note in query_frontmatter's text; the structured content has it all
+MARK = "**"  # around highlighted words: Markdown bold, which assistants read as emphasis
+PARTIAL = "Still indexing: results come from the notes indexed so far."
+
+
+def search_text(space: str, response: SearchResponse, lexical_only: str | None) -> str:
+    found = len(response.results)
+    channels = ", ".join(response.channels_used) or "none"
+    head = (
+        f'{_notes(found)} for "{response.query}" in space {space}, best first (channels: {channels}).'
+        if found
+        else f'No note matches "{response.query}" in space {space}.'
+    )
+    lines = [head]
+    if lexical_only:
+        lines.append(f"Lexical-only answer (matched words, not meaning): {lexical_only}.")
+    others = {channel: why for channel, why in response.degraded.items() if channel != "semantic"}
+    if others:
+        lines.append("Also missing: " + "; ".join(f"{channel}: {why}" for channel, why in others.items()) + ".")
+    if response.partial:
+        lines.append(PARTIAL)
+    if response.unmatched_terms:
+        lines.append(f"No note contains: {', '.join(response.unmatched_terms)}.")
+    for rank, hit in enumerate(response.results, start=1):
+        lines.extend(_hit_lines(rank, hit))
+    return "\n".join(lines)
+
+
+def _hit_lines(rank: int, hit: SearchHit) -> list[str]:
+    found_by = ", ".join(f"{channel} #{place}" for channel, place in hit.channels.items())
+    lines = [
+        f"{rank}. {hit.note.title}",
+        f"   {_where(hit.note)} | score {hit.score:.4g} | found by: {found_by or '-'}",
+        f"   {_dates_and_tags(hit.note)}",
+    ]
+    if hit.reason:
+        lines.append(f"   why: {hit.reason}")
+    lines.extend(f"   > {_marked(snippet)}" for snippet in hit.snippets)
+    return lines
+
+
+def related_text(space: str, detail: NoteDetail, echoes: Sequence[Echo], unavailable: str | None) -> str:
+    note = detail.record.note
+    lines = [f'Notes related to "{note.title}" (id: {note.id}) in space {space}.']
+    if unavailable:
+        lines.append(f"Semantic neighbours unavailable: {unavailable}.")
+    elif not echoes:
+        lines.append("Semantic neighbours: none found.")
+    else:
+        lines.append("Semantic neighbours, closest first (similarity: cosine of the best pair of fragments):")
+    for rank, echo in enumerate(echoes, start=1):
+        lines.append(f"{rank}. {echo.note.title}")
+        lines.append(f"   {_where(echo.note)} | similarity {echo.similarity:.3f} | updated {_day(echo.note.updated)}")
+        lines.append(f"   their fragment: > {_marked(echo.fragment)}")
+        lines.append(f"   this note's fragment: > {_marked(echo.source)}")
+    lines.extend(_link_lines(detail))
+    return "\n".join(lines)
+
+
+def _link_lines(detail: NoteDetail) -> list[str]:
+    lines = [
+        f"Links from this note: {_linked(link.note for link in detail.links)}",
+        f"Backlinks (notes linking here): {_linked(detail.backlinks)}",
+    ]
+    if detail.dangling:
+        lines.append(f"Dangling links (no such note): {', '.join(_written(link) for link in detail.dangling)}")
+    return lines
+
+
+def frontmatter_text(space: str, page: NotesPage, criteria: str) -> str:
+    if page.items:
+        lines = [f"{_notes(len(page.items))} in space {space} ({criteria}), most recently updated first."]
+    else:
+        lines = [f"No note in space {space} matches ({criteria})."]
+    if page.partial:
+        lines.append(PARTIAL)
+    for rank, record in enumerate(page.items, start=1):
+        lines.extend(_record_lines(rank, record))
+    if page.next_cursor:
+        lines.append(
+            f'More notes match: call query_frontmatter again with the same filters and cursor="{page.next_cursor}".'
+        )
+    return "\n".join(lines)
+
+
+def _record_lines(rank: int, record: NoteRecord) -> list[str]:
+    fields = json.dumps(dict(record.frontmatter), ensure_ascii=False, default=str)
+    if len(fields) > FRONTMATTER_PREVIEW_CHARS:
+        fields = fields[:FRONTMATTER_PREVIEW_CHARS] + "… (truncated; the structured content has every field)"
+    return [
+        f"{rank}. {record.note.title}",
+        f"   {_where(record.note)} | {_dates_and_tags(record.note)}",
+        f"   used in: {_uses(record.activations)}",
+        f"   frontmatter: {fields}",
+    ]
+
+
+def activations_text(space: str, days: int, since: datetime, found: Sequence[NoteRecord]) -> str:
+    window = f"in the last {days} days (since {_day(since)})"
+    if not found:
+        return f"No note of space {space} records a use {window}."
+    lines = [f"{_notes(len(found))} of space {space} used {window}, most recent use first."]
+    for rank, record in enumerate(found, start=1):
+        lines.append(f"{rank}. {record.note.title}")
+        lines.append(f"   {_where(record.note)}")
+        lines.append(f"   used in: {_uses(record.activations)}")
+    return "\n".join(lines)
+
+
+def note_text(space: str, detail: NoteDetail, piece: str | None, offset: int, total: int, bound: int) -> str:
+    record = detail.record
+    note = record.note
+    lines = [f"# {note.title}", f"{_where(note)} | space: {space}", _dates_and_tags(note)]
+    if note.aliases:
+        lines.append(f"aliases: {', '.join(note.aliases)}")
+    if record.collections:
+        lines.append(f"collections: {', '.join(record.collections)}")
+    lines.append(f"used in: {_uses(record.activations)}")
+    lines.extend(_link_lines(detail))
+    lines.append("")
+    if piece is None:
+        lines.append("(The note's file could not be read: it is gone, or no longer inside the space.)")
+        return "\n".join(lines)
+    end = offset + len(piece)
+    whole = offset == 0 and end == total
+    lines.append(
+        f"--- note text ({total} characters) ---"
+        if whole
+        else f"--- note text, characters {offset}-{end} of {total} ---"
+    )
+    lines.append(piece)
+    if end < total:
+        lines.append(
+            f"--- truncated at character {end} of {total} (get_note returns at most {bound} characters a call):"
+            f" call get_note with offset={end} for the rest ---"
+        )
+    return "\n".join(lines)
+
+
+def _notes(count: int) -> str:
+    return f"{count} note" if count == 1 else f"{count} notes"
+
+
+def _where(note: NoteSummary) -> str:
+    return f"id: {note.id} | path: {note.path}"
+
+
+def _dates_and_tags(note: NoteSummary) -> str:
+    tags = f"tags: {', '.join(note.tags)} | " if note.tags else ""
+    return f"{tags}created {_day(note.created)} | updated {_day(note.updated)}"
+
+
+def _day(moment: datetime) -> str:
+    return moment.date().isoformat()
+
+
+def _uses(activations: Sequence[Activation]) -> str:
+    if not activations:
+        return "never (no use recorded)"
+    return "; ".join(
+        f"{a.where} ({_day(a.date)})"
+        if a.dated
+        else f"{a.where} (undated; counted as of the last update, {_day(a.date)})"
+        for a in activations
+    )
+
+
+def _linked(notes: Iterable[NoteSummary | None]) -> str:
+    shown = [f"{note.title} (id: {note.id})" for note in notes if note is not None]
+    return ", ".join(shown) or "none"
+
+
+def _written(link: NoteLink) -> str:
+    return f"[[{link.target}]]"
+
+
+def _marked(snippet: Snippet) -> str:
+    """The snippet's text with its highlighted ranges in bold."""
+    text = snippet.text
+    out: list[str] = []
+    cursor = 0
+    for piece in sorted(snippet.highlights, key=lambda r: r.start):
+        if piece.start < cursor:  # overlapping ranges: the first one already covers it
+            continue
+        out.extend((text[cursor : piece.start], MARK, text[piece.start : piece.end], MARK))
+        cursor = piece.end
+    out.append(text[cursor:])
+    return "".join(out).replace("\n", " ")

@@ -1,0 +1,219 @@
+"""What the MCP tools do: check the arguments, ask the Service, and answer
+twice — compact text an assistant reads, and the HTTP API's JSON for the same
+data (structured content). Transport-free: mcp_server.py registers these
+methods with the MCP SDK and turns `ToolFailure` into tool errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from notarium_search.api.schemas import (
+    ActivationsBody,
+    NotesBody,
+    link_out,
+    note_body,
+    note_record_out,
+    related_note,
+    search_body,
+)
+from notarium_search.errors import ChannelUnavailable
+from notarium_search.mcp_text import (
+    activations_text,
+    frontmatter_text,
+    note_text,
+    related_text,
+    search_text,
+)
+from notarium_search.models import FeedFilter
+from notarium_search.parse import to_datetime
+from notarium_search.service import Service
+
+# The HTTP API's bounds (api/app.py), so that both doors accept the same input.
+MAX_QUERY_CHARS = 1000  # longer input is a paste, not a query
+MAX_FILTER_CHARS = 500
+# get_note returns at most this many characters of a note's text per call
+# (about 5,000 tokens): a long note or a book chapter is read in slices
+# (`offset`) instead of filling the assistant's context at once.
+NOTE_TEXT_CHARS = 20_000
+MAX_DAYS = 36_500  # day counts (activation window, gap between notes): past a century means "all"
+
+
+class ToolFailure(Exception):
+    """The caller's arguments cannot be answered: the message says why and what to send instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    text: str  # what the assistant reads
+    data: dict[str, Any]  # the same as JSON (the HTTP API's shapes where there is one)
+
+
+class NotesTools:
+    """The five tools over one Service (shared with the HTTP API when mounted there)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    @property
+    def space_names(self) -> list[str]:
+        return list(self.service.spaces)
+
+    def space_name(self, space: str | None) -> str:
+        """`space`, checked; the only space when none is given."""
+        names = self.space_names
+        if not names:
+            raise ToolFailure("no space is configured: set NOTARIUM_SPACES_ROOT or [spaces] (docs/configuration.md)")
+        listed = ", ".join(names)
+        if space is None or not space.strip():
+            if len(names) == 1:
+                return names[0]
+            raise ToolFailure(f"several spaces are configured: give `space`, one of: {listed}")
+        if space not in self.service.spaces:
+            raise ToolFailure(f"unknown space {space[:100]!r}; the spaces are: {listed}")
+        return space
+
+    def search_notes(
+        self,
+        query: str,
+        space: str | None,
+        collections: list[str] | None,
+        folder: str | None,
+        tags: list[str] | None,
+        limit: int,
+    ) -> ToolOutput:
+        if not query.strip():
+            raise ToolFailure("query is empty: give words to search for (query_frontmatter lists notes without one)")
+        name = self.space_name(space)
+        filters = FeedFilter(folder=_text(folder), tags=_tags(tags), collections=_names(collections))
+        response = self.service.search(name, query, filters, limit)
+        lexical_only = self._lexical_only(response.channels_used, response.degraded)
+        data = {"space": name, "lexical_only": lexical_only, **_json(search_body(response))}
+        return ToolOutput(search_text(name, response, lexical_only), data)
+
+    def _lexical_only(self, channels_used: tuple[str, ...], degraded: dict[str, str]) -> str | None:
+        """Why the semantic channel did not answer, or None when it did."""
+        if "semantic" in channels_used:
+            return None
+        if not self.service.settings.vector_search:
+            return "semantic search is off on this server (VECTOR_SEARCH is not set)"
+        return degraded.get("semantic", "the semantic channel did not answer")
+
+    def get_related(self, note: str, space: str | None, limit: int, min_days_apart: float | None) -> ToolOutput:
+        name = self.space_name(space)
+        detail = self.service.note(name, note)  # an unknown note fails here, whatever the semantic channel's state
+        unavailable: str | None = None
+        try:
+            echoes = self.service.related(name, note, limit, min_days_apart or 0.0)
+        except ChannelUnavailable as exc:
+            # The link neighbours still answer: worth returning on their own.
+            echoes, unavailable = [], exc.detail
+        data = {
+            "space": name,
+            "note": _json(note_record_out(detail.record)),
+            "related": [_json(related_note(echo)) for echo in echoes],
+            "semantic_unavailable": unavailable,
+            "links": [_json(link_out(link)) for link in detail.links],
+            "backlinks": [{"id": n.id, "path": n.path, "title": n.title} for n in detail.backlinks],
+            "dangling": [_json(link_out(link)) for link in detail.dangling],
+        }
+        return ToolOutput(related_text(name, detail, echoes, unavailable), data)
+
+    def query_frontmatter(
+        self,
+        space: str | None,
+        collection: str | None,
+        tags: list[str] | None,
+        tags_mode: str,
+        activated: bool | None,
+        updated_since: str | None,
+        field: str | None,
+        value: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> ToolOutput:
+        name = self.space_name(space)
+        field = _text(field)
+        if value is not None and field is None:
+            raise ToolFailure("value needs the frontmatter field it belongs to: give `field` too")
+        filters = FeedFilter(
+            tags=_tags(tags),
+            tags_any=tags_mode == "any",
+            since=_date("updated_since", updated_since),
+            fields=((field, value),) if field else (),
+            activated=activated,
+            collections=_names([collection] if collection else None),
+        )
+        page = self.service.notes(name, filters, limit, _text(cursor))
+        body = NotesBody([note_record_out(r) for r in page.items], page.next_cursor, page.partial)
+        criteria = _criteria(filters, tags_mode)
+        return ToolOutput(frontmatter_text(name, page, criteria), {"space": name, **_json(body)})
+
+    def list_recent_activations(self, space: str | None, days: int, limit: int) -> ToolOutput:
+        name = self.space_name(space)
+        since = datetime.now(UTC) - timedelta(days=days)
+        found = self.service.activations(name, FeedFilter(), since, limit)
+        body = ActivationsBody(since, [note_record_out(r) for r in found])
+        return ToolOutput(activations_text(name, days, since, found), {"space": name, "days": days, **_json(body)})
+
+    def get_note(self, note: str, space: str | None, offset: int) -> ToolOutput:
+        name = self.space_name(space)
+        detail = self.service.note(name, note, content=True)
+        content = detail.content
+        total = len(content) if content is not None else 0
+        if offset and offset >= total:
+            raise ToolFailure(f"offset {offset} is past the end of the note's text ({total} characters)")
+        piece = content[offset : offset + NOTE_TEXT_CHARS] if content is not None else None
+        end = offset + len(piece or "")
+        data = _json(replace(note_body(detail), content=piece))
+        data.update(space=name, content_offset=offset, content_chars=total, truncated=end < total)
+        return ToolOutput(note_text(name, detail, piece, offset, total, NOTE_TEXT_CHARS), data)
+
+
+def _json(value: Any) -> Any:
+    """API bodies (dataclasses, datetimes) as JSON values."""
+    return msgspec.to_builtins(value)
+
+
+def _text(value: str | None) -> str | None:
+    cleaned = (value or "").strip()
+    if len(cleaned) > MAX_FILTER_CHARS:
+        raise ToolFailure(f"a filter is at most {MAX_FILTER_CHARS} characters")
+    return cleaned or None
+
+
+def _tags(tags: list[str] | None) -> tuple[str, ...]:
+    return tuple(t for t in (_text(tag) for tag in tags or []) if t and t.lstrip("#"))
+
+
+def _names(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t for t in (_text(v) for v in values or []) if t))
+
+
+def _date(name: str, value: str | None) -> datetime | None:
+    if value is None or not value.strip():
+        return None
+    parsed = to_datetime(value.strip())
+    if parsed is None:
+        raise ToolFailure(f"{name}: not a date {value[:64]!r} (expected e.g. 2024-05-01 or 2024-05-01T10:00:00+02:00)")
+    return parsed
+
+
+def _criteria(filters: FeedFilter, tags_mode: str) -> str:
+    """The filters in words, for the answer's first line."""
+    parts = []
+    if filters.tags:
+        joiner = " and " if tags_mode == "all" else " or "
+        parts.append(f"tagged {joiner.join(filters.tags)}")
+    if filters.activated is not None:
+        parts.append("used somewhere" if filters.activated else "never used: no activation recorded")
+    if filters.since is not None:
+        parts.append(f"updated since {filters.since.date().isoformat()}")
+    for field, value in filters.fields:
+        parts.append(f"{field} = {value!r}" if value is not None else f"with a {field} field")
+    if filters.collections:
+        parts.append(f"in collection {filters.collections[0]}")
+    return "; ".join(parts) or "no filter"

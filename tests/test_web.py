@@ -1,0 +1,642 @@
+"""The Spotlight page (`/`), end to end: a real uvicorn on 127.0.0.1 serving a
+vault of French notes, driven in headless Chromium (Debian's `chromium`) by
+Playwright. Without the browser or Playwright the browser tests are skipped,
+except in CI (`CI` set), where that is a failure.
+
+The README's screenshots are taken by an opt-in test (it loads the e5 model):
+
+    NOTARIUM_SCREENSHOTS=docs/screenshots .venv/bin/pytest tests/test_web.py -k screenshots
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import uvicorn
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from notarium_search.api.app import create_app
+from notarium_search.api.web import ASSETS
+from notarium_search.models import ChannelState, IndexProgress, IndexState
+from notarium_search.service import Service
+from notarium_search.settings import Settings
+from tests.conftest import Vault, models_dir
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Locator, Page
+
+CHROMIUM = Path(os.environ.get("NOTARIUM_CHROMIUM", "/usr/bin/chromium"))
+TIMEOUT_MS = 15_000  # generous: CI shares two cores with the rest of the suite
+READY_SECONDS = 60.0
+TOKEN = "s3cret-jeton"  # noqa: S105 - a test token
+LONG_URL = "https://exemple.org/" + "archives-" * 30  # one unbreakable word, wider than a phone
+
+
+@dataclass(frozen=True)
+class Note:
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    created: str
+    updated: str
+    body: str
+
+
+# A small French Zettelkasten: the tests' vault and the README's screenshots.
+NOTES = (
+    Note(
+        "zettel/agent-sans-api.md",
+        "L'agent sans API est aveugle",
+        ("ia", "interopérabilité"),
+        "2024-03-12",
+        "2024-05-02",
+        "Un agent logiciel qui ne peut appeler aucune API ne voit du monde que ce qu'on colle dans son contexte. "
+        "L'interopérabilité des systèmes d'information est la condition de son utilité.\n\n"
+        "Voir [[Protocoles ouverts]] et [[Règlement DORA]].",
+    ),
+    Note(
+        "zettel/protocoles-ouverts.md",
+        "Protocoles ouverts",
+        ("interopérabilité", "standards"),
+        "2024-02-01",
+        "2024-02-01",
+        "Les protocoles ouverts (HTTP, SMTP, CalDAV) survivent aux entreprises qui les ont conçus : ils rendent "
+        "les systèmes interopérables.\n\nLié à [[L'agent sans API est aveugle]].",
+    ),
+    Note(
+        "zettel/formats-fermes.md",
+        "Les formats fermés enferment",
+        ("standards",),
+        "2023-11-20",
+        "2024-01-15",
+        "Un format fermé enferme les données chez son éditeur ; l'interopérabilité commence par un format "
+        "documenté que d'autres outils savent lire.",
+    ),
+    Note(
+        "zettel/api-contrat.md",
+        "Une API est un contrat",
+        ("ia", "standards"),
+        "2024-07-07",
+        "2024-08-01",
+        "Une API publiée est une promesse faite aux autres équipes : la casser, c'est casser leur travail. "
+        "Versionner, déprécier, documenter. Voir [[L'agent sans API est aveugle]].",
+    ),
+    Note(
+        "projets/dora/registre.md",
+        "Registre d'informations DORA",
+        ("dora", "conformité"),
+        "2024-01-10",
+        "2024-03-01",
+        "Chaque entité financière tient un registre de ses contrats avec des prestataires de services TIC, "
+        "transmis chaque année au superviseur.",
+    ),
+    Note(
+        "projets/dora/tests-resilience.md",
+        "Tests de résilience opérationnelle",
+        ("dora", "risque"),
+        "2024-04-02",
+        "2024-06-11",
+        "Programme annuel de tests : scénarios de panne, tests de pénétration fondés sur la menace (TLPT) "
+        "pour les entités les plus importantes. L'interopérabilité des outils de crise est à vérifier.",
+    ),
+    Note(
+        "projets/dora/prestataires.md",
+        "Prestataires tiers TIC",
+        ("dora", "risque"),
+        "2023-09-15",
+        "2023-12-01",
+        "Concentration du risque sur quelques fournisseurs d'informatique en nuage ; stratégie de sortie "
+        "exigée pour chaque fonction critique. Voir [[Registre d'informations DORA]].",
+    ),
+    Note(
+        "lectures/reglement-dora.md",
+        "Règlement DORA",
+        ("dora", "lecture"),
+        "2025-01-17",
+        "2025-01-17",
+        "Le règlement européen sur la résilience opérationnelle numérique s'applique aux entités financières "
+        "depuis le 17 janvier 2025.",
+    ),
+    Note(
+        "lectures/ecrire-pour-penser.md",
+        "Écrire pour penser",
+        ("lecture", "zettelkasten"),
+        "2023-05-04",
+        "2023-05-04",
+        "Écrire n'est pas consigner une pensée déjà faite : c'est la faire. Une note par idée, dans ses "
+        "propres mots, reliée aux autres.",
+    ),
+    Note(
+        "lectures/luhmann.md",
+        "La boîte à fiches de Luhmann",
+        ("lecture", "zettelkasten"),
+        "2022-10-01",
+        "2023-02-14",
+        "Niklas Luhmann a écrit plus de 90 000 fiches numérotées et reliées : un partenaire de conversation "
+        "plutôt qu'une archive. Voir [[Écrire pour penser]].",
+    ),
+    Note(
+        "journal/2024-06-03.md",
+        "Journal du 3 juin 2024",
+        ("journal",),
+        "2024-06-03",
+        "2024-06-03",
+        "Réunion sur l'interopérabilité avec l'équipe données : trois formats d'export, aucun documenté.",
+    ),
+    Note(
+        "journal/2024-09-18.md",
+        "Journal du 18 septembre 2024",
+        ("journal", "ia"),
+        "2024-09-18",
+        "2024-09-18",
+        f"Lu un long fil sur les agents et leurs outils : {LONG_URL}",
+    ),
+)
+XSS_TITLE = "<img src=x onerror=alert('titre')><script>alert('script')</script> Chausse-trappe"
+# Inline code keeps its markup in the indexed text, so it reaches snippets (escaped by the API).
+XSS_CODE = '<img src=x onerror="window.__pwned=1"> et <b>gras</b>'
+XSS_BODY = f'Le code `{XSS_CODE}` : chausse-trappe piégée, où 3 < 4 & l\'on cite « "x" ».'
+
+
+def markdown(note: Note) -> str:
+    tags = ", ".join(note.tags)
+    return (
+        f"---\ntitle: {note.title!r}\ntags: [{tags}]\ncreated: {note.created}\nupdated: {note.updated}\n---\n"
+        f"{note.body}\n"
+    )
+
+
+def write_vault(vault: Vault) -> None:
+    for note in NOTES:
+        vault.write(note.path, markdown(note), space="carnet")
+    vault.write("piege.md", f'---\ntitle: "{XSS_TITLE}"\ntags: [sécurité]\n---\n{XSS_BODY}\n', space="piege")
+
+
+# -- serving ------------------------------------------------------------------
+
+
+@contextmanager
+def serving(app: Litestar) -> Iterator[str]:
+    """The app on a real uvicorn in a thread, on a port the OS picked; yields the page's URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="web-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + READY_SECONDS
+    while not server.started:
+        assert thread.is_alive(), "the server thread died during start-up"
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(READY_SECONDS)
+        sock.close()
+
+
+def wait_until(check: Callable[[], bool], what: str, seconds: float = READY_SECONDS) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def all_ready(service: Service) -> bool:
+    return all(
+        s.message is None and s.lexical.state == IndexState.READY and s.graph.state != ChannelState.BUILDING
+        for s in service.status()
+    )
+
+
+@contextmanager
+def started_server(settings: Settings) -> Iterator[str]:
+    """A server whose spaces are indexed (background start, as in production) before it is used."""
+    service = Service(settings)
+    with serving(create_app(settings, service)) as url:
+        wait_until(lambda: all_ready(service), "the spaces to be indexed")
+        yield url
+
+
+def quiet(vault: Vault, **overrides: Any) -> Settings:
+    # No file watcher: nothing changes under the tests, and it saves threads on a busy machine.
+    return vault.settings(watch=False, **overrides)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    vault = Vault(tmp_path_factory.mktemp("web"))
+    write_vault(vault)
+    with started_server(quiet(vault, graph_boost=True)) as url:
+        yield url
+
+
+# -- the browser --------------------------------------------------------------
+
+
+def _browser_missing() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed (pip install playwright)"
+    if not CHROMIUM.exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium, or set NOTARIUM_CHROMIUM)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser tests cannot run in CI: {missing}")
+        pytest.skip(missing)
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as playwright:
+        # Playwright's own browser download is never used: Debian's Chromium, headless.
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--disable-dev-shm-usage"])
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Watched:
+    """A page, and what went wrong in it: script errors, CSP violations, dialogs."""
+
+    page: Page
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def assert_clean(self) -> None:
+        assert self.errors == []
+        assert self.dialogs == []
+
+
+@contextmanager
+def opened(browser: Browser, url: str, width: int = 1280, height: int = 800) -> Iterator[Watched]:
+    context: BrowserContext = browser.new_context(viewport={"width": width, "height": height}, locale="fr-FR")
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    watched = Watched(page)
+
+    def on_console(message: Any) -> None:
+        if message.type == "error" and "401" not in message.text:  # a 401 is how the page learns it needs a token
+            watched.errors.append(message.text)
+
+    def on_dialog(dialog: Any) -> None:
+        watched.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("pageerror", lambda error: watched.errors.append(str(error)))
+    page.on("console", on_console)
+    page.on("dialog", on_dialog)
+    page.goto(url)
+    try:
+        yield watched
+    finally:
+        context.close()
+
+
+def search(page: Page, query: str) -> None:
+    from playwright.sync_api import expect
+
+    page.locator("#q").fill(query)
+    expect(page.locator("#search-info")).to_contain_text("résultat")
+
+
+def result(page: Page, title: str) -> Locator:
+    return page.locator("#results li").filter(has=page.locator(".hit-title", has_text=re.compile(f"^{title}$")))
+
+
+def titles(page: Page, selector: str = "#results .hit-title") -> list[str]:
+    return page.locator(selector).all_inner_texts()
+
+
+def pump_until(page: Page, check: Callable[[], bool], what: str) -> None:
+    """Wait while letting Playwright deliver the page's events (route and request callbacks)."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        page.wait_for_timeout(50)
+
+
+def no_horizontal_scroll(page: Page) -> bool:
+    return bool(page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth"))
+
+
+# -- plain HTTP: no browser needed ------------------------------------------------
+
+
+def test_page_and_assets_are_served_without_a_token_with_a_strict_policy(vault: Vault):
+    vault.write("a.md", "# Alpha\n", space="carnet")
+    with TestClient(create_app(quiet(vault, api_token=TOKEN), start_indexing=False)) as client:
+        page = client.get("/")
+        assert page.status_code == 200
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+        policy = page.headers["content-security-policy"]
+        assert "default-src 'none'" in policy
+        assert "script-src 'self'" in policy
+        assert "unsafe-inline" not in policy
+        assert page.headers["x-content-type-options"] == "nosniff"
+        # No inline script or style: every <script> has a src, no style attribute or element.
+        assert re.findall(r"<script\b[^>]*>", page.text) == ['<script type="module" src="web/app.js">']
+        assert "<style" not in page.text
+        assert " style=" not in page.text
+        assert not re.search(r"(src|href)=\"(https?:)?//", page.text)  # nothing fetched from elsewhere
+        types = {name: client.get(f"/web/{name}").headers["content-type"] for name in ASSETS}
+        assert types == {
+            "app.js": "text/javascript; charset=utf-8",
+            "app.css": "text/css; charset=utf-8",
+            "favicon.svg": "image/svg+xml",
+        }
+        assert client.get("/web/app.js").headers["content-security-policy"] == policy
+        for path in ("/web/index.html", "/web/../app.py", "/web/%2e%2e%2fapi%2fweb.py", "/web/"):
+            assert client.get(path).status_code == 404, path
+        assert client.get("/spaces").status_code == 401  # the data still needs the token
+        assert client.get("/spaces", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        schema = client.get("/schema/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+        assert not [path for path in schema["paths"] if path == "/" or path.startswith("/web")]  # not API
+
+
+# -- in the browser ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_typing_shows_highlighted_results_with_channels(browser: Browser, server: str):
+    from playwright.sync_api import expect
+
+    with opened(browser, server) as watched:
+        page = watched.page
+        expect(page.locator("html")).to_have_attribute("lang", "fr")
+        expect(page.locator("#space")).to_have_value("carnet")
+        expect(page.locator("#space option")).to_have_text(["carnet", "piege"])
+        page.locator("#q").press_sequentially("interop", delay=30)  # as-you-type: the last word is a prefix
+        expect(page.locator("#results mark").first).to_have_text(re.compile("^interop", re.I))
+        first = page.locator("#results li").first
+        expect(first.locator(".badge.mots")).to_have_text("mots")
+        expect(first.locator(".meta time")).not_to_be_empty()
+        # The graph channel: a note found through its links says which note brought it in.
+        search(page, "aveugle")
+        linked = result(page, "Règlement DORA")
+        expect(linked.locator(".badge.lien")).to_have_text("lien")
+        expect(linked.locator(".reason")).to_have_text("liée depuis : L'agent sans API est aveugle")
+        expect(linked.locator(".meta")).to_contain_text("lectures")
+        expect(linked.locator(".meta")).to_contain_text("#dora")
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_markup_in_titles_notes_and_queries_stays_text(browser: Browser, server: str):
+    from playwright.sync_api import expect
+
+    with opened(browser, server) as watched:
+        page = watched.page
+        page.locator("#space").select_option("piege")
+        page.locator("#q").fill("<img src=x onerror=alert('requête')><script>alert(1)</script> chausse-trappe")
+        title = page.locator("#results .hit-title").first
+        expect(title).to_have_text(XSS_TITLE)
+        expect(page.locator("#results .snippet").first).to_contain_text(XSS_CODE)
+        expect(page.locator("#results .snippet").first).to_contain_text('3 < 4 & l\'on cite « "x" ».')
+        expect(page.locator("#results mark").first).to_be_visible()
+        page.locator("#q").press("Enter")
+        expect(page.locator("#note-title")).to_have_text(XSS_TITLE)
+        expect(page.locator("#note-content")).to_contain_text(XSS_BODY)
+        for injected in ("img", "b", "main script", "body > script"):
+            assert page.locator(injected).count() == 0, injected
+        assert page.locator("script").count() == 1  # ours
+        assert page.evaluate("window.__pwned") is None
+        watched.assert_clean()  # no alert() ever fired
+
+
+@pytest.mark.slow
+def test_arrow_keys_and_enter_open_the_selected_note(browser: Browser, server: str):
+    from playwright.sync_api import expect
+
+    with opened(browser, server) as watched:
+        page = watched.page
+        search(page, "interopérabilité")
+        found = titles(page)
+        assert len(found) >= 3
+        box = page.locator("#q")
+        box.press("ArrowDown")
+        box.press("ArrowDown")
+        expect(page.locator("#results li").nth(1)).to_have_attribute("aria-selected", "true")
+        box.press("ArrowUp")
+        box.press("ArrowDown")
+        box.press("Enter")
+        expect(page.locator("#note-title")).to_have_text(found[1])
+        note = next(n for n in NOTES if n.title == found[1])
+        expect(page.locator("#note-meta")).to_contain_text(note.path)
+        expect(page.locator("#note-content")).to_contain_text(note.body.split("\n")[0][:40])
+        page.keyboard.press("Escape")  # back to the results, selection kept
+        expect(page.locator("#search-view")).to_be_visible()
+        expect(page.locator("#results li").nth(1)).to_have_attribute("aria-selected", "true")
+        expect(box).to_be_focused()
+        box.press("Escape")  # clears
+        expect(box).to_have_value("")
+        expect(page.locator("#results li")).to_have_count(0)
+        # A note's links and backlinks lead to those notes.
+        page.goto(server + "#/note/carnet/zettel%2Fagent-sans-api.md")
+        expect(page.locator("#note-links")).to_contain_text("Rétroliens")
+        page.locator("#note-links a", has_text="Protocoles ouverts").first.click()
+        expect(page.locator("#note-title")).to_have_text("Protocoles ouverts")
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_a_stale_answer_is_cancelled(browser: Browser, server: str):
+    """The answer to an earlier query is held back until a newer query was typed:
+    the page aborts the earlier request, and only the newer answer is shown."""
+    from playwright.sync_api import Route, expect
+
+    with opened(browser, server) as watched:
+        page = watched.page
+        held: list[Route] = []
+        failed: list[str] = []
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        page.route(
+            "**/search?*", lambda route: held.append(route) if "q=luhmann" in route.request.url else route.continue_()
+        )
+        page.locator("#q").fill("luhmann")
+        pump_until(page, lambda: bool(held), "the first query to be sent")
+        page.locator("#q").fill("protocoles")
+        expect(page.locator("#results .hit-title").first).to_have_text("Protocoles ouverts")
+        pump_until(page, lambda: any("q=luhmann" in url for url in failed), "the stale request to be aborted")
+        with contextlib.suppress(Exception):  # let it through, if anything is left of it
+            held[0].continue_()
+        page.wait_for_timeout(300)
+        expect(page.locator("#results .hit-title").first).to_have_text("Protocoles ouverts")
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_feed_filters_narrow_the_list(browser: Browser, server: str):
+    from playwright.sync_api import expect
+
+    with opened(browser, server) as watched:
+        page = watched.page
+        page.locator("#tab-feed").click()
+        feed = page.locator("#feed .hit-title")
+        expect(feed).to_have_count(len(NOTES))
+        expect(feed.first).to_have_text("Règlement DORA")  # newest first
+        form = page.locator("#feed-form")
+        form.locator("[name=folder]").fill("projets")
+        expect(feed).to_have_text(
+            ["Tests de résilience opérationnelle", "Registre d'informations DORA", "Prestataires tiers TIC"]
+        )
+        form.locator("[name=tag]").fill("risque")
+        expect(feed).to_have_text(["Tests de résilience opérationnelle", "Prestataires tiers TIC"])
+        form.locator("[name=since]").fill("2024-01-01")
+        expect(feed).to_have_text(["Tests de résilience opérationnelle"])
+        form.locator("[name=folder]").fill("")
+        form.locator("[name=tag]").fill("")
+        form.locator("[name=since]").fill("2024-06-01")
+        form.locator("[name=until]").fill("2024-08-15")
+        expect(feed).to_have_text(
+            ["Une API est un contrat", "Tests de résilience opérationnelle", "Journal du 3 juin 2024"]
+        )
+        form.locator("[name=q]").fill("interopérabilité")
+        expect(feed).to_have_text(["Tests de résilience opérationnelle", "Journal du 3 juin 2024"])
+        expect(page.locator("#feed-info")).to_have_text("2 notes")
+        feed.first.click()
+        expect(page.locator("#note-title")).to_have_text("Tests de résilience opérationnelle")
+        page.locator("#back").click()
+        expect(feed).to_have_count(2)  # filters and list kept
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_building_banner_shows_progress_then_goes(browser: Browser, tmp_path: Path):
+    """Deterministic: the indexing pass is held at 20 of 40 notes until the page has shown it."""
+    vault = Vault(tmp_path)
+    for i in range(40):
+        vault.write(f"n{i:02}.md", f"# Note {i}\nInteropérabilité numéro {i}.\n", space="lent")
+    settings = quiet(vault)
+    service = Service(settings)
+    reached, release = threading.Event(), threading.Event()
+
+    def hold_halfway(progress: IndexProgress) -> None:
+        if progress.done == 20:
+            reached.set()
+            release.wait(READY_SECONDS)
+
+    indexing = threading.Thread(target=service.spaces["lent"].run_reconcile, args=(hold_halfway,), daemon=True)
+    try:
+        check_banner(browser, create_app(settings, service, start_indexing=False), indexing, reached, release)
+    finally:
+        release.set()  # never leave the pass held, even when a check failed
+
+
+def check_banner(
+    browser: Browser, app: Litestar, indexing: threading.Thread, reached: threading.Event, release: threading.Event
+) -> None:
+    from playwright.sync_api import expect
+
+    with serving(app) as url, opened(browser, url) as watched:
+        page = watched.page
+        banner = page.locator("#banner")
+        expect(banner).to_contain_text("Construction de l'index de recherche…")  # not started yet: building
+        indexing.start()
+        assert reached.wait(READY_SECONDS)
+        expect(banner).to_contain_text("lent : 20 / 40 notes")
+        expect(page.locator("#banner-progress")).to_have_attribute("value", "0.5")
+        page.locator("#lang").click()
+        expect(banner).to_contain_text("Building search index… lent: 20 / 40 notes")
+        expect(page.locator("#tab-search")).to_have_text("Search")
+        release.set()
+        indexing.join(READY_SECONDS)
+        expect(banner).to_be_hidden()
+        page.goto(url)  # the language is remembered
+        expect(page.locator("html")).to_have_attribute("lang", "en")
+        expect(page.locator("#tab-feed")).to_have_text("Feed")
+        page.goto(url + "?lang=fr")
+        expect(page.locator("#tab-feed")).to_have_text("Fil")
+        search(page, "interoperabilite")
+        expect(page.locator("#results li")).to_have_count(20)  # SEARCH_LIMIT of app.js
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_a_pasted_token_unlocks_the_page(browser: Browser, tmp_path: Path):
+    from playwright.sync_api import expect
+
+    vault = Vault(tmp_path)
+    write_vault(vault)
+    with started_server(quiet(vault, api_token=TOKEN)) as url, opened(browser, url) as watched:
+        page = watched.page
+        form = page.locator("#token-form")
+        expect(form).to_contain_text("Ce service demande un jeton d'accès.")
+        page.locator("#token").fill("mauvais")
+        page.locator("#token").press("Enter")
+        expect(form).to_contain_text("Ce jeton a été refusé.")
+        page.locator("#token").fill(TOKEN)
+        page.locator("#token").press("Enter")
+        expect(form).to_be_hidden()
+        expect(page.locator("#space")).to_have_value("carnet")
+        search(page, "Luhmann")
+        expect(page.locator("#results .hit-title").first).to_have_text("La boîte à fiches de Luhmann")
+        page.reload()  # remembered
+        search(page, "Luhmann")
+        expect(form).to_be_hidden()
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_phone_width_has_no_horizontal_scroll(browser: Browser, server: str):
+    from playwright.sync_api import expect
+
+    with opened(browser, server, width=375, height=740) as watched:
+        page = watched.page
+        search(page, "agents outils")
+        assert no_horizontal_scroll(page)
+        result(page, "Journal du 18 septembre 2024").click()
+        expect(page.locator("#note-content")).to_contain_text(LONG_URL)
+        assert no_horizontal_scroll(page)
+        page.goto(server + "#/feed")
+        expect(page.locator("#feed li")).to_have_count(len(NOTES))
+        assert no_horizontal_scroll(page)
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_screenshots(browser: Browser, tmp_path: Path):
+    """Opt-in: the README's pictures, with the three channels (e5 model, wiki-links)."""
+    from playwright.sync_api import expect
+
+    target = os.environ.get("NOTARIUM_SCREENSHOTS")
+    if not target:
+        pytest.skip("set NOTARIUM_SCREENSHOTS=docs/screenshots to take the README's screenshots")
+    out = Path(target)
+    out.mkdir(parents=True, exist_ok=True)
+    vault = Vault(tmp_path)
+    write_vault(vault)
+    model = models_dir() / "multilingual-e5-small-int8"
+    settings = quiet(vault, graph_boost=True, vector_search=True, model_dir=model, embed_threads=1)
+    with started_server(settings) as url:
+        for name, width, height, scale in (("desktop", 1280, 800, 1), ("phone", 390, 844, 2)):
+            context = browser.new_context(
+                viewport={"width": width, "height": height}, device_scale_factor=scale, locale="fr-FR"
+            )
+            page = context.new_page()
+            page.goto(url)
+            page.locator("#q").fill("interopérabilité des outils")
+            expect(page.locator("#results .badge.sens").first).to_be_visible(timeout=TIMEOUT_MS)
+            page.locator("#q").press("ArrowDown")
+            page.screenshot(path=str(out / f"spotlight-{name}.png"))
+            context.close()
