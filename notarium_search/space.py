@@ -229,10 +229,11 @@ class Space:
         self.graph.rebuild()
 
     def _take_pending(self) -> set[str] | None:
-        """What the next pass covers (None: every file); changes from now on need another pass."""
+        """What the next pass covers (None: every file, also when nobody said
+        what changed); changes from now on need another pass."""
         with self._pending_lock:
             self._reconcile_queued.clear()
-            paths = None if self._pending_full_scan else self._pending_paths
+            paths = None if self._pending_full_scan or not self._pending_paths else self._pending_paths
             self._pending_full_scan, self._pending_paths = False, set()
         return paths
 
