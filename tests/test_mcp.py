@@ -36,6 +36,14 @@ from tests.test_server import wait_until_ready
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "mcp-test-token-0123456789"  # noqa: S105 - a test fixture, not a secret
 TOOLS = {"search_notes", "get_related", "query_frontmatter", "list_recent_activations", "get_note"}
+# A hand-written first request, for the HTTP checks below the SDK client.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
+STREAMABLE_ACCEPT = {"Accept": "application/json, text/event-stream"}
 READY_SECONDS = 30  # index, load MiniLM and embed a few notes, on a busy 2-core machine
 POLL_SECONDS = 0.3
 EXIT_SECONDS = 30
@@ -450,16 +458,9 @@ async def http_session_checks(url: str) -> None:
 
 
 def check_http_refusals(url: str) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-    }
-    headers = {"Accept": "application/json, text/event-stream"}
     for token in (None, "wrong"):
         auth = {"Authorization": f"Bearer {token}"} if token else {}
-        response = httpx.post(url, json=initialize, headers={**headers, **auth}, timeout=5)
+        response = httpx.post(url, json=INITIALIZE, headers={**STREAMABLE_ACCEPT, **auth}, timeout=5)
         assert response.status_code == 401
         assert response.json()["error"] == "unauthorized"
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
@@ -469,19 +470,12 @@ def test_http_open_without_a_token_on_the_loopback_only(vault: Vault):
     """No token: /mcp answers like the rest of the API, but only requests
     addressed to the loopback (a rebound name from a web page gets a 421)."""
     write_french(vault)
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-    }
-    headers = {"Accept": "application/json, text/event-stream"}
     app = create_app(vault.settings(), vault.service(), start_indexing=False)
     with TestClient(app, base_url="http://127.0.0.1:8377") as client:
-        reply = client.post("/mcp", json=initialize, headers=headers)
+        reply = client.post("/mcp", json=INITIALIZE, headers=STREAMABLE_ACCEPT)
         assert reply.status_code == 200, reply.text
         assert reply.json()["result"]["serverInfo"]["name"] == "notarium-search"
-        rebound = client.post("/mcp", json=initialize, headers={**headers, "Host": "notes.attacker.example"})
+        rebound = client.post("/mcp", json=INITIALIZE, headers={**STREAMABLE_ACCEPT, "Host": "notes.attacker.example"})
         assert rebound.status_code == 421
         stream = client.get("/mcp", headers={"Accept": "text/event-stream"})  # no server-initiated messages
         assert stream.status_code == 405
