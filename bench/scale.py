@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from bench import fts5_compare, scale_http, scale_report
+from bench.eval_collection import load_embedder_from
 from bench.flat_scan import compare as compare_flat_scan
 from bench.perf_lexical import (
     FULL,
@@ -68,7 +69,7 @@ from bench.perf_lexical import (
 )
 from bench.perf_semantic import DEFAULT_MODEL_DIR, embed_all, load_average
 from notarium_search.chunking import chunk_note
-from notarium_search.embedding import Embedder, load_embedder
+from notarium_search.embedding import Embedder
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.models import FeedFilter
@@ -266,9 +267,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] | None = None)
     corpora = load_corpora(args.eval_dir)
     args.work.mkdir(parents=True, exist_ok=True)
     settings = Settings(spaces=(), index_dir=args.work, log_level="warning", vector_search=True, model_dir=args.model)
-    embedder = load_embedder(
-        args.model, settings.model, bulk_threads=settings.embed_threads, batch_size=settings.embed_batch_size
-    )
+    embedder = load_embedder_from(args.model, settings)
     results: dict[str, Any] = {
         "benchmark": "scale",
         "command": "python -m bench.scale " + " ".join(sys.argv[1:]),

@@ -34,7 +34,6 @@ from bench.perf_lexical import (
     FEED_LIMIT,
     SERVER_MEMORY_FIELDS,
     SPACE,
-    BenchError,
     BenchQuery,
     Client,
     Corpora,
@@ -46,8 +45,10 @@ from bench.perf_lexical import (
     running_server,
     search_path,
     summarize,
+    wait_ready,
 )
 from bench.perf_semantic import SEMANTIC_READY_TIMEOUT, measure_http_single, semantic_ready
+from notarium_search.settings import Settings
 
 CLIENT_COUNTS = (1, 4, 16)
 MODES: dict[str, dict[str, str]] = {
@@ -56,6 +57,7 @@ MODES: dict[str, dict[str, str]] = {
     "hybrid_graph": {"VECTOR_SEARCH": "1", "GRAPH_BOOST": "1"},
 }
 FIRST_ANSWER_WORD = "données"  # frequent in the French corpus: the first answer is never empty
+DEFAULT_DEBOUNCE_MS = Settings.__dataclass_fields__["watch_debounce_ms"].default  # the servers run with it
 EDITS = 5  # one-paragraph edits per vault size; the median is reported
 EDIT_SEED = 11
 EDIT_TIMEOUT_S = 30.0  # past this an edit counts as never visible (a bug, reported as None)
@@ -93,7 +95,8 @@ def _measure_mode(
     with running_server(work / "spaces", work / "index", log, env, _first_answer) as server:
         first_answer_s = server.ready_seconds
         started = time.perf_counter()
-        _wait(server.process.pid, server.port, semantic_ready if vectors else _space_ready)
+        ready = semantic_ready if vectors else _space_ready
+        wait_ready(server.process, server.port, log, ready, SEMANTIC_READY_TIMEOUT)
         ready_s = round(first_answer_s + time.perf_counter() - started, 3)
         pid = server.process.pid
         idle = _memory(pid)
@@ -148,14 +151,6 @@ def _first_answer(port: int) -> bool:
     return status == http.client.OK and bool(json.loads(body)["results"])
 
 
-def _wait(pid: int, port: int, check: Any, timeout: float = SEMANTIC_READY_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not check(port):
-        if time.monotonic() > deadline:
-            raise BenchError(f"server {pid} not ready after {timeout:.0f} s")
-        time.sleep(0.05)
-
-
 def _memory(pid: int) -> dict[str, float | None]:
     return {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
 
@@ -195,7 +190,7 @@ def _measure_edits(work: Path, model_dir: Path, corpora: Corpora, edits: int) ->
         "semantic_visible_ms": _median_of(semantic_ms),
         "lexical_samples_ms": lexical_ms,
         "semantic_samples_ms": semantic_ms,
-        "debounce_ms": 300,
+        "debounce_ms": DEFAULT_DEBOUNCE_MS,
     }
 
 

@@ -262,7 +262,5 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
 def _save(figure: Any, path: Path) -> Path:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)
+    figure.clear()  # the pyplot registry keeps it otherwise
     return path
