@@ -52,12 +52,10 @@ def scan_space(root: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(
-            d for d in dirnames if not d.startswith(".") and not matches_any(f"{rel_dir}{d}/", exclude)
-        )
+        dirnames[:] = sorted(d for d in dirnames if _folder_kept(f"{rel_dir}{d}/", exclude))
         for name in filenames:
             rel_path = rel_dir + name
-            if name.startswith(".") or not matches_any(rel_path, include) or matches_any(rel_path, exclude):
+            if not _file_kept(rel_path, include, exclude):
                 continue
             source = _stat(root_real, os.path.join(dirpath, name), rel_path)
             if source is not None:
@@ -109,11 +107,17 @@ def stat_paths(
 
 
 def _scanned(rel_path: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
-    """Whether `scan_space` would consider this file (hidden parts, excluded folders, globs)."""
+    """Whether `scan_space` would reach and keep this file."""
     parts = rel_path.split("/")
-    if any(part.startswith(".") for part in parts):
-        return False
-    folders = ["/".join(parts[: i + 1]) + "/" for i in range(len(parts) - 1)]
-    if any(matches_any(folder, exclude) for folder in folders):
-        return False
-    return matches_any(rel_path, include) and not matches_any(rel_path, exclude)
+    folders = ("/".join(parts[: i + 1]) + "/" for i in range(len(parts) - 1))
+    return all(_folder_kept(folder, exclude) for folder in folders) and _file_kept(rel_path, include, exclude)
+
+
+def _folder_kept(rel_folder: str, exclude: tuple[str, ...]) -> bool:
+    """`rel_folder` ends with "/": hidden and excluded folders are not walked."""
+    return not rel_folder.rstrip("/").rpartition("/")[2].startswith(".") and not matches_any(rel_folder, exclude)
+
+
+def _file_kept(rel_path: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    name = rel_path.rpartition("/")[2]
+    return not name.startswith(".") and matches_any(rel_path, include) and not matches_any(rel_path, exclude)
