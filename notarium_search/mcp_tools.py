@@ -29,7 +29,7 @@ from notarium_search.mcp_text import (
     search_text,
 )
 from notarium_search.models import FeedFilter
-from notarium_search.parse import to_datetime
+from notarium_search.parse import date_parameter
 from notarium_search.service import Service
 
 # The HTTP API's bounds (api/app.py), so that both doors accept the same input.
@@ -142,7 +142,7 @@ class NotesTools:
         filters = FeedFilter(
             tags=_tags(tags),
             tags_any=tags_mode == "any",
-            since=_date("updated_since", updated_since),
+            since=date_parameter("updated_since", updated_since),
             fields=((field, value),) if field else (),
             activated=activated,
             collections=_names([collection] if collection else None),
@@ -191,15 +191,6 @@ def _tags(tags: list[str] | None) -> tuple[str, ...]:
 
 def _names(values: list[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in (_text(v) for v in values or []) if t))
-
-
-def _date(name: str, value: str | None) -> datetime | None:
-    if value is None or not value.strip():
-        return None
-    parsed = to_datetime(value.strip())
-    if parsed is None:
-        raise ToolFailure(f"{name}: not a date {value[:64]!r} (expected e.g. 2024-05-01 or 2024-05-01T10:00:00+02:00)")
-    return parsed
 
 
 def _criteria(filters: FeedFilter, tags_mode: str) -> str:

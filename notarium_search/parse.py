@@ -22,6 +22,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from notarium_search import markdown
+from notarium_search.errors import InvalidParameter
 from notarium_search.models import ParsedNote
 
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in the first 8 KiB means "not a text note"
@@ -243,6 +244,17 @@ def _frontmatter_date(meta: dict[str, Any], keys: tuple[str, ...], unreadable: s
 def _preview(value: Any) -> str:
     text = _scalar_text(value) or type(value).__name__
     return repr(text[:80])
+
+
+def date_parameter(name: str, value: str | None) -> datetime | None:
+    """A date a client sent (API query parameter, MCP tool argument); blank is none."""
+    if value is None or not value.strip():
+        return None
+    parsed = to_datetime(value.strip())
+    if parsed is None:
+        expected = "expected e.g. 2024-05-01 or 2024-05-01T10:00:00+02:00"
+        raise InvalidParameter(f"{name}: not a date {value[:64]!r} ({expected})")
+    return parsed
 
 
 def to_datetime(value: Any) -> datetime | None:

@@ -7,7 +7,6 @@ event loop.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 import anyio
@@ -41,7 +40,7 @@ from notarium_search.api.web import WEB_HANDLERS
 from notarium_search.errors import InvalidParameter, NotariumError
 from notarium_search.mcp_server import http_transport
 from notarium_search.models import FeedFilter, SpaceStatus
-from notarium_search.parse import to_datetime
+from notarium_search.parse import date_parameter
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
 from notarium_search.space import BUILDING_MESSAGE
@@ -123,8 +122,8 @@ def feed(
     filters = FeedFilter(
         folder=folder,
         tags=_tags(tag),
-        since=_date("since", since),
-        until=_date("until", until),
+        since=date_parameter("since", since),
+        until=date_parameter("until", until),
         collections=_names(collection),
     )
     page = state.service.feed(space, q, filters, limit, cursor)
@@ -181,8 +180,8 @@ def notes(
         folder=folder,
         tags=_tags([*(tags or []), *(tag or [])]),
         tags_any=tags_mode == "any",
-        since=_date("updated_since", updated_since),
-        created_since=_date("created_since", created_since),
+        since=date_parameter("updated_since", updated_since),
+        created_since=date_parameter("created_since", created_since),
         fields=((field.strip(), value),) if field and field.strip() else (),
         activated=activated,
         collections=_names(collection),
@@ -200,7 +199,7 @@ def activations(
     limit: Limit = 50,
 ) -> ActivationsBody:
     """Notes used (activated) since a date, newest use first, with where they were used."""
-    since_date = _date("since", since)
+    since_date = date_parameter("since", since)
     found = state.service.activations(space, FeedFilter(collections=_names(collection)), since_date, limit)
     return ActivationsBody(since_date, [note_record_out(r) for r in found])
 
@@ -227,15 +226,6 @@ def _tags(tags: list[str] | None) -> tuple[str, ...]:
     if any(len(t) > MAX_FILTER_CHARS for t in cleaned):
         raise InvalidParameter(f"tag: at most {MAX_FILTER_CHARS} characters")
     return cleaned
-
-
-def _date(name: str, value: str | None) -> datetime | None:
-    if value is None or not value.strip():
-        return None
-    parsed = to_datetime(value)
-    if parsed is None:
-        raise InvalidParameter(f"{name}: not a date (expected e.g. 2024-05-01 or 2024-05-01T10:00:00+02:00)")
-    return parsed
 
 
 def create_app(settings: Settings, service: Service | None = None, start_indexing: bool = True) -> Litestar:
