@@ -262,5 +262,7 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
 def _save(figure: Any, path: Path) -> Path:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    figure.clear()  # the pyplot registry keeps it otherwise
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)  # pyplot keeps every figure it made until closed
     return path
