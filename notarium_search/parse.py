@@ -4,7 +4,8 @@ Known traps handled here (each has a test): a UTF-8 BOM hides frontmatter
 from python-frontmatter; YAML errors; impossible dates (PyYAML raises
 ValueError on 2024-02-30, so timestamps are parsed by us, not by YAML); dates
 as `date`, naive or aware `datetime`, `str` or `int`; `tags: a, b` is one
-string; non-mapping frontmatter; binary and non-UTF-8 files.
+string; YAML 1.1 scalars (`no`, `on`, `0012`, `0x1F`: read as written, YAML
+1.2 style); non-mapping frontmatter; binary and non-UTF-8 files.
 """
 
 from __future__ import annotations
@@ -59,15 +60,34 @@ class NotANote(ValueError):
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _NoTimestampLoader(_BaseLoader):  # type: ignore[misc]
-    """SafeLoader that leaves timestamps as strings: PyYAML raises on impossible
-    dates and returns naive datetimes; both are handled in `to_datetime`."""
+class _CoreSchemaLoader(_BaseLoader):  # type: ignore[misc]
+    """SafeLoader resolving plain scalars the way YAML 1.2's core schema does,
+    as Obsidian shows them, and leaving timestamps as strings.
+
+    PyYAML follows YAML 1.1, which rewrites what people wrote: `yes`/`no`/`on`/
+    `off`/`y`/`n` become booleans (`title: No` → False, `tags: [no, fr]` →
+    "false"), and `0012`, `0x1F`, `1_000`, `1:30` become octal, hex, grouped
+    and sexagesimal integers (`id: 0012` → 10). Timestamps stay strings because
+    PyYAML raises on impossible dates and returns naive datetimes; both are
+    handled in `to_datetime`. Explicit tags (`!!bool yes`) still apply."""
 
 
-_NoTimestampLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+_BOOL, _INT, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_REPLACED_TAGS = {_BOOL, _INT, _FLOAT, "tag:yaml.org,2002:timestamp"}
+_CoreSchemaLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _REPLACED_TAGS]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+_CoreSchemaLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+# Plain decimal only: a leading zero is an identifier (`0012`), not octal.
+_CoreSchemaLoader.add_implicit_resolver(_INT, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789"))
+# PyYAML's float forms minus underscores and sexagesimal; no new forms (`1e5`
+# stays text, as before, so no id or title that was text becomes a number).
+_CoreSchemaLoader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+.0123456789"),
+)
 # Only its splitting on `---` lines is used: loading is ours, to see non-mappings.
 _HANDLER = YAMLHandler()
 
@@ -176,7 +196,7 @@ def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], 
     except ValueError:  # an opening --- and no closing one: a thematic break, not frontmatter
         return {}, text
     try:
-        meta = yaml.load(raw_meta, Loader=_NoTimestampLoader)  # noqa: S506 - a SafeLoader subclass
+        meta = yaml.load(raw_meta, Loader=_CoreSchemaLoader)  # noqa: S506 - a SafeLoader subclass
     except Exception as exc:  # noqa: BLE001 - any YAML failure keeps the note as body text
         warnings.append(f"malformed frontmatter ({type(exc).__name__}): indexed as body text")
         return {}, text

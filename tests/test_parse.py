@@ -333,6 +333,85 @@ class TestInlineTags:
         assert parse("Voir [[Note#Section]] et [[Autre#Titre|alias]].\n").tags == ()
 
 
+class TestYamlCoreSchema:
+    """YAML 1.1 turns `yes`, `0012` or `0x1F` into booleans and numbers; Obsidian
+    shows them as written. The loader resolves scalars as YAML 1.2's core schema
+    does instead: booleans only true/false, integers only plain decimal."""
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [
+            ("0012", "0012"),  # octal in YAML 1.1: 10
+            ("012345", "012345"),  # 5349
+            ("0x1F", "0x1F"),
+            ("0o17", "0o17"),
+            ("0b101", "0b101"),
+            ("1_000", "1_000"),
+            ("1:30", "1:30"),  # sexagesimal: 90
+            ("42", "42"),
+            ("-7", "-7"),
+        ],
+    )
+    def test_id_is_the_text_written(self, raw, expected):
+        assert parse(fm(id=raw), "n/x.md").id == expected
+
+    @pytest.mark.parametrize("raw", ["yes", "No", "on", "OFF", "y", "n", "Y", "0x1F", "0012", "1:30", "1_000.5"])
+    def test_title_is_the_text_written(self, raw):
+        assert parse(fm(title=raw)).title == raw
+
+    def test_tags_and_aliases_are_the_text_written(self):
+        note = parse(fm(tags="[no, on, fr, Yes, 0012]", aliases="[Off, y]"))
+        assert note.tags == ("no", "on", "fr", "yes", "0012")
+        assert note.aliases == ("Off", "y")
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [
+            ("true", True),
+            ("True", True),
+            ("TRUE", True),
+            ("false", False),
+            ("False", False),
+            ("FALSE", False),
+            ("yes", "yes"),
+            ("no", "no"),
+            ("on", "on"),
+            ("off", "off"),
+            ("y", "y"),
+            ("n", "n"),
+            ("0", 0),
+            ("42", 42),
+            ("-42", -42),
+            ("+42", 42),
+            ("0012", "0012"),
+            ("0x1F", "0x1F"),
+            ("0o17", "0o17"),
+            ("1_000", "1_000"),
+            ("1:30", "1:30"),
+            ("1.5", 1.5),
+            ("-0.25", -0.25),
+            (".5", 0.5),
+            ("1.5e+3", 1500.0),
+            ("1_000.5", "1_000.5"),
+            ("1:30.5", "1:30.5"),
+            ("null", None),
+            ("~", None),
+            ("2024-01-05", "2024-01-05"),  # dates stay text: to_datetime reads them
+            ("'yes'", "yes"),
+            ("!!bool yes", True),  # an explicit tag is the writer's choice
+        ],
+    )
+    def test_scalar_resolution(self, raw, expected):
+        value = parse(fm(field=raw)).frontmatter["field"]
+        assert value == expected
+        assert type(value) is type(expected)
+
+    def test_yes_no_keys_stay_text(self):
+        # YAML 1.1 reads the key `on:` as True; activation entries use `on` for their date.
+        note = parse("---\non: 2024-05-02\nyes: 1\n---\nx\n")
+        assert note.frontmatter == {"on": "2024-05-02", "yes": 1}
+
+
 # --------------------------------------------------------------------------- frontmatter traps
 
 
