@@ -66,7 +66,7 @@ def healthz() -> Health:
     return Health("ok")
 
 
-@get("/status", sync_to_thread=True)
+@get("/status", sync_to_thread=True, responses=errors.RESPONSES)
 def status(state: State) -> StatusBody:
     """Every space's indexing state; cheap enough to poll every second."""
     service: Service = state.service
@@ -76,20 +76,20 @@ def status(state: State) -> StatusBody:
     return StatusBody(BUILDING_MESSAGE if building else None, settings.vector_search, settings.graph_boost, spaces)
 
 
-@get("/spaces", sync_to_thread=True)
+@get("/spaces", sync_to_thread=True, responses=errors.RESPONSES)
 def list_spaces(state: State) -> list[SpaceOut]:
     """The configured spaces."""
     return [SpaceOut(s.space, s.path, s.language, s.notes, s.lexical.state.value) for s in state.service.status()]
 
 
-@get("/spaces/{space:str}/status", sync_to_thread=True)
+@get("/spaces/{space:str}/status", sync_to_thread=True, responses=errors.RESPONSES)
 def space_status(state: State, space: SpaceName) -> SpaceStatus:
     """One space's indexing state."""
     service: Service = state.service
     return service.space(space).status()
 
 
-@get("/spaces/{space:str}/search", sync_to_thread=True)
+@get("/spaces/{space:str}/search", sync_to_thread=True, responses=errors.RESPONSES)
 def search(
     state: State,
     space: SpaceName,
@@ -105,7 +105,7 @@ def search(
     return search_body(state.service.search(space, q, filters, limit), explain)
 
 
-@get("/spaces/{space:str}/feed", sync_to_thread=True)
+@get("/spaces/{space:str}/feed", sync_to_thread=True, responses=errors.RESPONSES)
 def feed(
     state: State,
     space: SpaceName,
@@ -130,7 +130,7 @@ def feed(
     return FeedBody([note_out(n) for n in page.items], page.next_cursor, page.partial)
 
 
-@get("/spaces/{space:str}/notes/{note_path:path}", sync_to_thread=True)
+@get("/spaces/{space:str}/notes/{note_path:path}", sync_to_thread=True, responses=errors.RESPONSES)
 def note_route(
     state: State,
     space: SpaceName,
@@ -153,7 +153,7 @@ def note_route(
     return note_body(service.note(space, whole, content))
 
 
-@get("/spaces/{space:str}/notes", sync_to_thread=True)
+@get("/spaces/{space:str}/notes", sync_to_thread=True, responses=errors.RESPONSES)
 def notes(
     state: State,
     space: SpaceName,
@@ -190,7 +190,7 @@ def notes(
     return NotesBody([note_record_out(r) for r in page.items], page.next_cursor, page.partial)
 
 
-@get("/spaces/{space:str}/activations", sync_to_thread=True)
+@get("/spaces/{space:str}/activations", sync_to_thread=True, responses=errors.RESPONSES)
 def activations(
     state: State,
     space: SpaceName,
@@ -204,7 +204,9 @@ def activations(
     return ActivationsBody(since_date, [note_record_out(r) for r in found])
 
 
-@post("/spaces/{space:str}/reindex", sync_to_thread=True, status_code=202, opt={ADMIN: True})
+@post(
+    "/spaces/{space:str}/reindex", sync_to_thread=True, responses=errors.RESPONSES, status_code=202, opt={ADMIN: True}
+)
 def reindex(
     state: State,
     space: SpaceName,
@@ -270,5 +272,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
         # Litestar's default logging config replaces the root handlers: logging
         # is configured once by notarium_search.logsetup instead.
         logging_config=None,
-        openapi_config=OpenAPIConfig(title="notarium-search", version=__version__, path="/schema"),
+        openapi_config=OpenAPIConfig(
+            title="notarium-search", version=__version__, path="/schema", use_handler_docstrings=True
+        ),
     )

@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import ResponseSpec
 
 from notarium_search.api.schemas import ErrorBody
 from notarium_search.errors import NotariumError
@@ -25,6 +26,27 @@ _CODES = {
     405: "method_not_allowed",
     413: "request_too_large",
     429: "too_many_requests",
+}
+
+
+def _documented(description: str) -> ResponseSpec:
+    return ResponseSpec(data_container=ErrorBody, description=description, generate_examples=False)
+
+
+# The error responses every route may give, in the OpenAPI schema with the
+# one body they really have (Litestar would document its own shape for 400).
+RESPONSES: dict[int, ResponseSpec] = {
+    400: _documented(
+        "A parameter is invalid (`invalid_parameter`, a forged or stale cursor too); `detail` says which and why"
+    ),
+    401: _documented("A token is configured and the request has none or a wrong one (`unauthorized`)"),
+    404: _documented("Unknown space (`unknown_space`), note (`note_not_found`) or route (`not_found`)"),
+    429: _documented("Too many requests from this client (`too_many_requests`); see Retry-After"),
+    500: _documented("A fault of the service (`internal_error`); details only in the server log"),
+    503: _documented(
+        "The space's index is being rebuilt (`index_repairing`) or a channel the request needs"
+        " is not ready (`channel_unavailable`); retry shortly"
+    ),
 }
 
 

@@ -7,6 +7,7 @@ rebuild from the files.
 
 from __future__ import annotations
 
+import zlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,19 @@ from notarium_search.analysis import Analyzers
 from notarium_search.models import NoteSummary, ParsedNote, WikiLink
 from notarium_search.parse import flatten_meta
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+
+# Tantivy stores a date as i64 nanoseconds since the epoch and refuses any
+# other (a document, or a range query bound): a note dated 1515 is indexed as
+# the earliest date it can hold. Its payload keeps the real date.
+INDEX_DATE_MIN = datetime(1677, 9, 22, tzinfo=UTC)
+INDEX_DATE_MAX = datetime(2262, 4, 11, tzinfo=UTC)
+# The feed orders on one i64 fast field: the update time in milliseconds (44
+# bits with the sign, over Tantivy's date range), then 19 bits of a hash of the
+# note's id, so that notes saved in the same millisecond (a git clone, a sync,
+# a frontmatter date shared by a whole import) rarely tie and a page never has
+# to read a whole group of them.
+FEED_TIE_BITS = 19
 
 
 def fingerprint(language: str) -> str:
@@ -46,6 +59,7 @@ def build_schema(analyzers: Analyzers) -> tantivy.Schema:
     sb.add_text_field("meta_keys", tokenizer_name="raw", index_option="basic")
     sb.add_date_field("created", indexed=True, fast=True)
     sb.add_date_field("updated", indexed=True, fast=True)
+    sb.add_integer_field("feed_key", indexed=True, fast=True)
     sb.add_bytes_field("payload", stored=True)
     return sb.build()
 
@@ -128,6 +142,34 @@ def decode_head(raw: bytes) -> PayloadHead:
     return _HEAD_DECODER.decode(raw)
 
 
+def index_date(moment: datetime) -> datetime:
+    """`moment` in UTC, within the dates Tantivy can index (naive means UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:  # year 1 east of UTC, or year 9999 west of it
+        return INDEX_DATE_MIN if moment.year < INDEX_DATE_MIN.year else INDEX_DATE_MAX
+    return min(max(utc, INDEX_DATE_MIN), INDEX_DATE_MAX)
+
+
+def feed_key(updated: datetime, note_id: str) -> int:
+    """The feed's sort key: newest first, then a fixed order among notes of the same millisecond."""
+    millis = int(index_date(updated).timestamp() * 1000)
+    return (millis << FEED_TIE_BITS) | (zlib.crc32(note_id.encode()) & ((1 << FEED_TIE_BITS) - 1))
+
+
+def _epoch(moment: datetime) -> float:
+    """Epoch seconds that decode back to a datetime: a day inside year 1 and year 9999."""
+    return min(max(moment.timestamp(), _EPOCH_MIN), _EPOCH_MAX)
+
+
+_EPOCH_MIN = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+_EPOCH_MAX = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
+FEED_KEY_MIN = feed_key(INDEX_DATE_MIN, "") & ~((1 << FEED_TIE_BITS) - 1)
+FEED_KEY_MAX = feed_key(INDEX_DATE_MAX, "") | ((1 << FEED_TIE_BITS) - 1)
+
+
 def meta_term(field: str, value: str) -> str:
     """The indexed form of one frontmatter pair: queries match it exactly,
     without regard to case."""
@@ -164,8 +206,9 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         doc.add_text("meta", meta_term(field, value))
     for field in {f.casefold() for f, _ in pairs}:
         doc.add_text("meta_keys", field)
-    doc.add_date("created", note.created.astimezone(UTC))
-    doc.add_date("updated", note.updated.astimezone(UTC))
+    doc.add_date("created", index_date(note.created))
+    doc.add_date("updated", index_date(note.updated))
+    doc.add_integer("feed_key", feed_key(note.updated, note.id))
     payload = Payload(
         id=note.id,
         path=note.rel_path,
@@ -173,8 +216,8 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         aliases=note.aliases,
         tags=note.tags,
         folder=note.folder,
-        created=note.created.timestamp(),
-        updated=note.updated.timestamp(),
+        created=_epoch(note.created),
+        updated=_epoch(note.updated),
         links=tuple((link.target, link.heading, link.alias) for link in note.links),
         text=note.text,
         sections=note.sections,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import unicodedata
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from functools import partial
 
 import msgspec
@@ -14,7 +14,15 @@ from tantivy import FieldType, Occur, Order, Query
 
 from notarium_search.analysis import Analyzers
 from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, plan_query
-from notarium_search.lexical.schema import Payload, decode_head, decode_payload, meta_term
+from notarium_search.lexical.schema import (
+    FEED_KEY_MAX,
+    FEED_KEY_MIN,
+    Payload,
+    decode_head,
+    decode_payload,
+    index_date,
+    meta_term,
+)
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.models import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary, Snippet
 from notarium_search.phrase import phrase_test
@@ -22,7 +30,8 @@ from notarium_search.settings import RankingConfig
 from notarium_search.snippets import HighlightTerms, make_snippets
 
 CHANNEL = "lexical"
-FEED_TIE_SLACK = 32  # extra rows fetched so a page boundary rarely splits equal timestamps
+FEED_TIE_SLACK = 32  # extra rows fetched so a page boundary rarely splits equal keys
+CURSOR_VERSION = 2  # cursors of version 1 ordered by the second: refused, the client starts again
 
 
 class InvalidCursor(ValueError):
@@ -50,7 +59,7 @@ def search(
     query = _with_filters(build_query(plan, index.schema, ranking, absent_stems), filters, index.schema)
     result = searcher.search(query, limit, count=False)
     terms = HighlightTerms.from_plan(plan, absent_stems)
-    holds_phrase = phrase_test(text) if phrase_depth else None
+    holds_phrase = phrase_test(unicodedata.normalize("NFC", text)) if phrase_depth else None
     snippet_depth = 0 if not with_snippets else limit if snippet_depth is None else snippet_depth
     hits = []
     for rank, (score, address) in enumerate(result.hits):
@@ -86,7 +95,7 @@ def _prefix_matches(searcher: tantivy.Searcher, plan: QueryPlan, term: Term) -> 
 
 def feed(index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
     """Notes where the words really occur, newest first, keyset-paginated on
-    (updated, id) so that pages stay stable while notes change."""
+    (feed key, id) so that pages stay stable while notes change."""
     payloads, next_cursor = feed_payloads(index, text, filters, limit, cursor)
     return FeedPage(tuple(p.summary() for p in payloads), next_cursor, partial=False)
 
@@ -99,19 +108,18 @@ def feed_payloads(
     plan = plan_query(text, index.analyzers)
     clauses = build_filter_terms(plan, index.schema)
     if after is not None:
-        bound = datetime.fromtimestamp(after[0], tz=UTC)
-        clauses.append((Occur.Must, Query.range_query(index.schema, "updated", FieldType.Date, None, bound)))
+        clauses.append((Occur.Must, Query.range_query(index.schema, "feed_key", FieldType.Integer, None, after[0])))
     query = _with_filters(_conjunction(clauses), filters, index.schema)
     searcher = index.searcher()
     fetch = limit + 1 + FEED_TIE_SLACK
     while True:
-        result = searcher.search(query, fetch, count=False, order_by_field="updated", order=Order.Desc)
-        rows = [(key // 1_000_000_000, address) for key, address in result.hits]
+        result = searcher.search(query, fetch, count=False, order_by_field="feed_key", order=Order.Desc)
+        rows: list[tuple[int, tantivy.DocAddress]] = result.hits
         exhausted = len(rows) < fetch
-        if not exhausted:  # the oldest timestamp group may go on past this batch
+        if not exhausted:  # notes sharing the last key may go on past this batch
             rows = [row for row in rows if row[0] != rows[-1][0]]
         items = sorted(
-            ((seconds, payload.id, payload) for seconds, payload in ((s, _payload(searcher, a)) for s, a in rows)),
+            ((key, payload.id, payload) for key, payload in ((k, _payload(searcher, a)) for k, a in rows)),
             key=lambda item: (-item[0], item[1]),
         )
         if after is not None:
@@ -182,18 +190,22 @@ def get_note(index: LexicalIndex, note_id: str) -> tuple[NoteSummary, str] | Non
     return payload.summary(), payload.text
 
 
-def encode_cursor(seconds: int, note_id: str) -> str:
-    raw = msgspec.json.encode([seconds, note_id])
+def encode_cursor(key: int, note_id: str) -> str:
+    raw = msgspec.json.encode([CURSOR_VERSION, key, note_id])
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
+    """The (feed key, id) a page ended at. Anything we did not issue is refused
+    here: a forged key would otherwise reach Tantivy's range query."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        seconds, note_id = msgspec.json.decode(raw, type=tuple[int, str])
+        version, key, note_id = msgspec.json.decode(raw, type=tuple[int, int, str])
     except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
         raise InvalidCursor("cursor is not valid: start again without it") from exc
-    return seconds, note_id
+    if version != CURSOR_VERSION or not FEED_KEY_MIN <= key <= FEED_KEY_MAX:
+        raise InvalidCursor("cursor is not valid (or from an older version): start again without it")
+    return key, note_id
 
 
 def _payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> Payload:
@@ -240,9 +252,11 @@ def _filter_clauses(filters: FeedFilter, schema: tantivy.Schema) -> list[tuple[O
     else:
         clauses.extend((Occur.Must, q) for q in tags)
     if filters.since is not None or filters.until is not None:
-        clauses.append((Occur.Must, Query.range_query(schema, "updated", FieldType.Date, filters.since, filters.until)))
+        since, until = (index_date(d) if d is not None else None for d in (filters.since, filters.until))
+        clauses.append((Occur.Must, Query.range_query(schema, "updated", FieldType.Date, since, until)))
     if filters.created_since is not None:
-        clauses.append((Occur.Must, Query.range_query(schema, "created", FieldType.Date, filters.created_since, None)))
+        since = index_date(filters.created_since)
+        clauses.append((Occur.Must, Query.range_query(schema, "created", FieldType.Date, since, None)))
     for field, value in filters.fields:
         if value is None:
             clauses.append((Occur.Must, Query.term_query(schema, "meta_keys", field.strip().casefold())))
