@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import tantivy
@@ -61,6 +62,8 @@ class QueryPlan:
 
 
 def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
+    # Notes are indexed in NFC; a decomposed accent would split a word in two.
+    text = unicodedata.normalize("NFC", text)
     units: list[Unit] = []
     for match in _UNIT_RE.finditer(text):
         minus, quoted, word = match.groups()
