@@ -33,8 +33,38 @@ def test_dockerfile_installs_the_project_with_pip():
     assert "NOTARIUM_INDEX_DIR=/data/index" in DOCKERFILE
 
 
+def test_build_backend_floor_supports_the_license_expression():
+    """`license = "MIT"` (a string: an SPDX expression, PEP 639) is refused
+    by setuptools before 77; an older backend allowed by the floor would fail
+    the image build (pip fetches the floor's range in an isolated build)."""
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    if not isinstance(pyproject["project"].get("license"), str):
+        return  # the table form works with any setuptools
+    floors = {
+        "build-system": pyproject["build-system"]["requires"],
+        "dev extra": pyproject["project"]["optional-dependencies"]["dev"],
+    }
+    for where, requirements in floors.items():
+        (setuptools,) = [r for r in requirements if re.match(r"setuptools\b", r)]
+        floor = re.search(r">=\s*(\d+)", setuptools)
+        assert floor is not None, (where, setuptools)
+        assert int(floor.group(1)) >= 77, (where, setuptools)
+
+
 @pytest.mark.slow
 def test_install_from_the_copied_files(tmp_path: Path):
+    """What this covers: the build stage's COPY lines bring every file the
+    package needs (modules, the Spotlight page's package data, the entry
+    point), and the result imports and runs from where it was installed.
+
+    What it does not: it installs offline with `--no-deps` (the dependencies
+    are this venv's, not resolved from the registry as in the image),
+    `--no-build-isolation` (this venv's setuptools builds it, not the one pip
+    would fetch for `[build-system] requires`), and `--target` (a plain
+    folder, not the image's venv); no image is built and the `semantic`
+    extra is not installed (no Docker engine here)."""
     src = tmp_path / "src"
     src.mkdir()
     for name in build_stage_copies():
