@@ -325,7 +325,10 @@ class Space:
         )
 
     def _building(self) -> bool:
+        """Whether any index of the space that is on is still being built."""
         if self.indexer.progress.state == IndexState.BUILDING:
+            return True
+        if self.graph.enabled and not self.graph.built:
             return True
         return self.semantic is not None and not self.semantic.unavailable and not self.semantic.ready
 

@@ -10,6 +10,7 @@ from litestar.testing import TestClient
 from notarium_search.api.app import create_app
 from notarium_search.models import FeedFilter
 from notarium_search.service import Service
+from notarium_search.space import BUILDING_MESSAGE
 from tests.conftest import Vault, ids
 
 NO_FILTER = FeedFilter()
@@ -146,3 +147,16 @@ def test_note_endpoint_over_http(boosted: Service):
         assert set(plan["explain"]) == {"graph"}
         assert plan["reason"].startswith("linked from:")
         assert client.get("/status").json()["spaces"][0]["graph"]["dangling"] == 1
+
+
+def test_status_says_building_until_the_graph_is_read(linked: Vault):
+    service = Service(linked.settings(graph_boost=True))
+    space = service.spaces["notes"]
+    space.indexer.reconcile(space.stop_event)  # the lexical pass alone: the graph is read after it
+    status = space.status()
+    assert (status.lexical.state, status.graph.state) == ("ready", "building")
+    assert status.message == BUILDING_MESSAGE  # any index of the space still building
+    space.run_reconcile()
+    status = space.status()
+    assert (status.graph.state, status.message) == ("ready", None)
+    service.stop()
