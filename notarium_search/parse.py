@@ -16,11 +16,12 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Iterable
-from datetime import UTC, date, datetime
+from datetime import MAXYEAR, MINYEAR, UTC, date, datetime
 from typing import Any
 
 import yaml
 from frontmatter.default_handlers import YAMLHandler
+from yaml.constructor import SafeConstructor
 
 from notarium_search import markdown
 from notarium_search.errors import InvalidParameter
@@ -73,7 +74,8 @@ class _CoreSchemaLoader(_BaseLoader):  # type: ignore[misc]
 
 
 _BOOL, _INT, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_REPLACED_TAGS = {_BOOL, _INT, _FLOAT, "tag:yaml.org,2002:timestamp"}
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_REPLACED_TAGS = {_BOOL, _INT, _FLOAT, _TIMESTAMP}
 _CoreSchemaLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag not in _REPLACED_TAGS]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
@@ -90,6 +92,9 @@ _CoreSchemaLoader.add_implicit_resolver(
 )
 # Only its splitting on `---` lines is used: loading is ours, to see non-mappings.
 _HANDLER = YAMLHandler()
+# Reads timestamps only YAML's grammar accepts (`to_datetime`). Its
+# construct_yaml_timestamp reads nothing but its node: one instance serves all threads.
+_TIMESTAMPS = SafeConstructor()
 
 
 def decode_note(raw: bytes, truncated: bool = False) -> str:
@@ -280,9 +285,10 @@ def date_parameter(name: str, value: str | None) -> datetime | None:
 def to_datetime(value: Any) -> datetime | None:
     """Any YAML date shape → aware datetime (naive values are taken as UTC).
     Digit strings are compact dates first (20240105, 202401051030,
-    20240105103000: Zettelkasten ids), epoch seconds or milliseconds second."""
+    20240105103000: Zettelkasten ids), epoch seconds or milliseconds second.
+    The result can always be converted to UTC (see `_convertible`)."""
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
+        return _convertible(value if value.tzinfo else value.replace(tzinfo=UTC))
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
     if isinstance(value, bool) or not isinstance(value, int | float | str):
@@ -296,12 +302,42 @@ def to_datetime(value: Any) -> datetime | None:
         return to_datetime(datetime.fromisoformat(text.replace("Z", "+00:00")))
     except ValueError:
         pass
+    timestamp = _from_yaml_timestamp(text)
+    if timestamp is not None:
+        return to_datetime(timestamp)
     for fmt in _DATE_FORMATS:
         try:
             return datetime.strptime(text, fmt).replace(tzinfo=UTC)
         except ValueError:
             continue
     return None
+
+
+def _convertible(value: datetime) -> datetime:
+    """The aware datetime itself, or datetime's first or last instant in UTC
+    when its offset carries it past year 1 or 9999 in UTC: such a date is
+    valid as written, but every caller converts to UTC, which would raise."""
+    if MINYEAR < value.year < MAXYEAR:
+        return value
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        return (datetime.min if value.year == MINYEAR else datetime.max).replace(tzinfo=UTC)
+    return value
+
+
+def _from_yaml_timestamp(text: str) -> date | None:
+    """YAML's own timestamp shapes that fromisoformat refuses: a space before
+    the offset, a one-digit offset hour (`2001-12-14 21:59:43.10 -5`, the YAML
+    spec's example), one-digit month or day. PyYAML's regexp and constructor,
+    so that we read exactly what YAML calls a timestamp."""
+    if not SafeConstructor.timestamp_regexp.match(text):
+        return None
+    try:
+        value: date = _TIMESTAMPS.construct_yaml_timestamp(yaml.ScalarNode(_TIMESTAMP, text))
+    except ValueError:  # 2024-02-30, an hour of 25, an offset of 24 hours or more
+        return None
+    return value
 
 
 def _from_compact(digits: str) -> datetime | None:

@@ -526,6 +526,31 @@ class TestDates:
         assert_aware(note)
 
     @pytest.mark.parametrize(
+        ("raw", "offset", "expected"),
+        [
+            # The YAML spec's own examples: fromisoformat refuses a spaced or one-digit offset.
+            ("2001-12-14 21:59:43.10 -5", -5, datetime(2001, 12, 15, 2, 59, 43, 100000, tzinfo=UTC)),
+            ("2001-12-14T21:59:43.10-5", -5, datetime(2001, 12, 15, 2, 59, 43, 100000, tzinfo=UTC)),
+            ("2001-12-14 21:59:43.10 +05:30", 5.5, datetime(2001, 12, 14, 16, 29, 43, 100000, tzinfo=UTC)),
+            ("'2001-12-14 21:59:43.10 -5'", -5, datetime(2001, 12, 15, 2, 59, 43, 100000, tzinfo=UTC)),
+            ("2001-12-14 21:59:43.10 Z", 0, datetime(2001, 12, 14, 21, 59, 43, 100000, tzinfo=UTC)),
+            ("2001-12-14t21:59:43.10-05:00", -5, datetime(2001, 12, 15, 2, 59, 43, 100000, tzinfo=UTC)),
+            ("2024-1-5", 0, datetime(2024, 1, 5, tzinfo=UTC)),  # one-digit month and day
+        ],
+    )
+    def test_yaml_timestamp_shapes(self, raw, offset, expected):
+        note = parse(fm(created=raw))
+        assert note.warnings == ()
+        assert note.created == expected
+        assert note.created.utcoffset() == timedelta(hours=offset)
+
+    @pytest.mark.parametrize("raw", ["2001-12-14 21:59:43 +25", "2024-02-30 10:00:00 -5", "2001-12-14 25:00:00"])
+    def test_impossible_yaml_timestamps_warn(self, raw):
+        note = parse(fm(created=raw))
+        assert note.created == MTIME
+        assert len(note.warnings) == 1
+
+    @pytest.mark.parametrize(
         "raw", ["2024-01-05T10:30:00+02:00", "!!timestamp 2024-01-05T10:30:00+02:00", "'2024-01-05T10:30:00+02:00'"]
     )
     def test_aware_datetime_keeps_offset_and_instant(self, raw):
@@ -634,6 +659,37 @@ class TestToDatetime:
     @pytest.mark.parametrize("value", [None, True, False, [], {}, "", "   ", "n'importe quoi", 5, -1704412800])
     def test_unreadable(self, value):
         assert to_datetime(value) is None
+
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [
+            # Valid dates whose offset pushes them past datetime's range in UTC:
+            # clamped to its ends, so callers can always convert them.
+            ("0001-01-01T00:00:00+05:00", datetime.min.replace(tzinfo=UTC)),
+            ("9999-12-31T23:59:59-05:00", datetime.max.replace(tzinfo=UTC)),
+            ("0001-01-01 00:00:00 +5", datetime.min.replace(tzinfo=UTC)),
+            (datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))), datetime.min.replace(tzinfo=UTC)),
+            (datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-2))), datetime.max.replace(tzinfo=UTC)),
+            # In range: kept as written.
+            ("0001-01-01", datetime(1, 1, 1, tzinfo=UTC)),
+            ("9999-12-31T23:59:59Z", datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)),
+            ("0001-01-01T10:00:00+05:00", datetime(1, 1, 1, 5, tzinfo=UTC)),
+            ("1515-09-13", datetime(1515, 9, 13, tzinfo=UTC)),
+            ("2999-01-01", datetime(2999, 1, 1, tzinfo=UTC)),
+        ],
+    )
+    def test_extreme_dates_never_overflow(self, value, expected):
+        result = to_datetime(value)
+        assert result == expected
+        assert result is not None
+        assert result.astimezone(UTC) == expected
+        assert isinstance(result.timestamp(), float)
+
+    def test_extreme_frontmatter_date(self):
+        note = parse(fm(created="0001-01-01T00:00:00+05:00", updated="!!timestamp 9999-12-31T23:59:59-05:00"))
+        assert note.warnings == ()
+        assert note.created.astimezone(UTC) == datetime.min.replace(tzinfo=UTC)
+        assert note.updated.astimezone(UTC) == datetime.max.replace(tzinfo=UTC)
 
     @pytest.mark.parametrize("value", [1704412800, 1704412800000, "1704412800", "2024-01-05", "05/01/2024"])
     def test_readable_values_are_aware(self, value):
