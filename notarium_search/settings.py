@@ -17,7 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-SPACE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+SPACE_NAME_PATTERN = "[a-z0-9][a-z0-9_-]*"
+# Anchored with \Z, not $: `$` also matches before a final newline, so
+# "abc\n" passed. With \Z even a plain `.match` checks the whole name.
+SPACE_NAME_RE = re.compile(rf"{SPACE_NAME_PATTERN}\Z")
 LANGUAGES = ("fr", "en")
 OVERSIZE_POLICIES = ("truncate", "skip")
 CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (chunking.py)
@@ -32,6 +35,11 @@ _Table = TypeVar("_Table", "RankingConfig", "FusionConfig")
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message says which field and why."""
+
+
+def valid_space_name(name: str) -> bool:
+    """Whether `name` can name a space or a collection (the whole of it)."""
+    return SPACE_NAME_RE.fullmatch(name) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +388,7 @@ def _spaces(settings: Settings, raw: Mapping[str, Any], base_dir: Path) -> tuple
         if not root.is_dir():
             raise ConfigError(f"spaces_root {root} is not a directory")
         for child in sorted(root.iterdir()):
-            if child.is_dir() and SPACE_NAME_RE.match(child.name):
+            if child.is_dir() and valid_space_name(child.name):
                 found[child.name] = SpaceConfig(child.name, child, settings.language, include, exclude)
     tables = raw.get("spaces", {})
     if not isinstance(tables, dict):
@@ -401,8 +409,8 @@ def _space_table(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
 ) -> SpaceConfig:
-    if not SPACE_NAME_RE.match(name):
-        raise ConfigError(f"space name {name!r} must match {SPACE_NAME_RE.pattern}")
+    if not valid_space_name(name):
+        raise ConfigError(f"space name {name!r} must match {SPACE_NAME_PATTERN}")
     if not isinstance(table, dict):
         raise ConfigError(f"[spaces.{name}] must be a table")
     unknown = set(table) - {"path", "language", "include", "exclude", "collections"}
@@ -430,8 +438,8 @@ def _collections(space: str, tables: Any) -> tuple[CollectionConfig, ...]:
     found = []
     for name, table in sorted(tables.items()):
         where = f"[spaces.{space}.collections.{name}]"
-        if not SPACE_NAME_RE.match(name) or not isinstance(table, dict):
-            raise ConfigError(f"{where}: the name must match {SPACE_NAME_RE.pattern} and the value be a table")
+        if not valid_space_name(name) or not isinstance(table, dict):
+            raise ConfigError(f"{where}: the name must match {SPACE_NAME_PATTERN} and the value be a table")
         unknown = set(table) - {"folder", "pattern", "root_only", "chunking"}
         if unknown:
             raise ConfigError(f"unknown keys in {where}: {', '.join(sorted(unknown))}")

@@ -10,12 +10,14 @@ import pytest
 
 from notarium_search.settings import (
     _ENV_FIELDS,
+    SPACE_NAME_RE,
     CollectionConfig,
     ConfigError,
     FusionConfig,
     RankingConfig,
     Settings,
     load_settings,
+    valid_space_name,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +47,19 @@ def test_spaces_root_and_env_overrides(tmp_path: Path):
     assert settings.ranking.title_boost == 0.75
 
 
+def test_space_names_are_checked_whole():
+    assert valid_space_name("carnet-2024_b")
+    for name in ("abc\n", "Abc", "-abc", "", "abc/def", "abc\n\n"):
+        assert not valid_space_name(name), repr(name)
+        assert not SPACE_NAME_RE.match(name), repr(name)  # the compiled pattern alone is anchored too
+
+
+def test_a_folder_whose_name_ends_in_a_newline_is_not_a_space(tmp_path: Path):
+    root = make_root(tmp_path, "carnet", "carnet\n")
+    settings = load_settings(env={"NOTARIUM_SPACES_ROOT": str(root), "NOTARIUM_INDEX_DIR": str(tmp_path / "idx")})
+    assert [s.name for s in settings.spaces] == ["carnet"]
+
+
 def test_explicit_space_outside_root(tmp_path: Path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -64,6 +79,7 @@ def test_explicit_space_outside_root(tmp_path: Path):
         ('colour = "blue"\n', {}, "unknown config keys: colour"),
         ("[ranking]\nboost = 1\n", {}, "unknown \\[ranking\\] keys"),
         ('[spaces."Bad Name"]\npath = "."\n', {}, "must match"),
+        ('[spaces."abc\\n"]\npath = "."\n', {}, "must match"),  # `$` let a final newline through
         ("[spaces.orphan]\n", {}, "needs a path"),
         ("spaces_root = 3 = 4\n", {}, "cannot read config file"),
         ('spaces_root = "/does/not/exist"\n', {}, "is not a directory"),
@@ -76,6 +92,7 @@ def test_explicit_space_outside_root(tmp_path: Path):
         ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\nfolder = "../x"\n', {}, "inside the space"),
         ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\ncolour = 1\n', {}, "unknown keys"),
         ('[spaces.s]\npath = "."\n[spaces.s.collections."A B"]\n', {}, "must match"),
+        ('[spaces.s]\npath = "."\n[spaces.s.collections."a\\n"]\n', {}, "must match"),
     ],
 )
 def test_invalid_configuration_is_a_clear_error(tmp_path: Path, toml: str, env: dict[str, str], message: str):
