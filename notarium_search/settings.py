@@ -344,6 +344,20 @@ def _text_list(key: str, value: Any, what: str) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
+def _patterns(key: str, value: Any, default: tuple[str, ...]) -> tuple[str, ...]:
+    """`include` or `exclude`: a TOML list of glob patterns. A bare string is
+    refused, not split: a string is a sequence, and `include = "*.md"` became
+    the patterns "*", ".", "m", "d"."""
+    if value is None:
+        return default
+    if isinstance(value, str):
+        raise ConfigError(f'{key} must be a list of glob patterns, got {value!r} (write ["{value}"])')
+    patterns = tuple(_text_list(key, value, "glob patterns"))
+    if not patterns and key.endswith("include"):
+        raise ConfigError(f"{key} needs at least one pattern: with none, no file is a note")
+    return patterns
+
+
 def _numbers_table(name: str, kind: type[_Table], raw: Mapping[str, Any]) -> _Table:
     known = set(kind.__dataclass_fields__)
     unknown = set(raw) - known
@@ -380,8 +394,8 @@ def _check(settings: Settings) -> None:
 
 
 def _spaces(settings: Settings, raw: Mapping[str, Any], base_dir: Path) -> tuple[SpaceConfig, ...]:
-    include = tuple(raw.get("include", DEFAULT_INCLUDE))
-    exclude = tuple(raw.get("exclude", DEFAULT_EXCLUDE))
+    include = _patterns("include", raw.get("include"), DEFAULT_INCLUDE)
+    exclude = _patterns("exclude", raw.get("exclude"), DEFAULT_EXCLUDE)
     found: dict[str, SpaceConfig] = {}
     root = settings.spaces_root
     if root is not None:
@@ -426,8 +440,8 @@ def _space_table(
         name=name,
         path=path,
         language=str(table.get("language", existing.language if existing else settings.language)),
-        include=tuple(table.get("include", include)),
-        exclude=tuple(table.get("exclude", exclude)),
+        include=_patterns(f"[spaces.{name}] include", table.get("include"), include),
+        exclude=_patterns(f"[spaces.{name}] exclude", table.get("exclude"), exclude),
         collections=_collections(name, table.get("collections", {})),
     )
 

@@ -93,6 +93,12 @@ def test_explicit_space_outside_root(tmp_path: Path):
         ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\ncolour = 1\n', {}, "unknown keys"),
         ('[spaces.s]\npath = "."\n[spaces.s.collections."A B"]\n', {}, "must match"),
         ('[spaces.s]\npath = "."\n[spaces.s.collections."a\\n"]\n', {}, "must match"),
+        ('include = "*.md"\n', {}, "include must be a list of glob patterns"),  # not "*", ".", "m", "d"
+        ("include = [1]\n", {}, "include must be a list of glob patterns"),
+        ("include = []\n", {}, "include needs at least one pattern"),
+        ("exclude = [true]\n", {}, "exclude must be a list of glob patterns"),
+        ('[spaces.s]\npath = "."\nexclude = "drafts/**"\n', {}, "\\[spaces.s\\] exclude must be a list"),
+        ('[spaces.s]\npath = "."\ninclude = [["*.md"]]\n', {}, "\\[spaces.s\\] include must be a list"),
     ],
 )
 def test_invalid_configuration_is_a_clear_error(tmp_path: Path, toml: str, env: dict[str, str], message: str):
