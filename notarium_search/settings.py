@@ -280,10 +280,10 @@ def load_settings(
         base_dir = file_path.resolve().parent
     values: dict[str, Any] = {}
     for key in _ENV_FIELDS.values():
-        if key in raw:
+        if key in raw and not _empty_path(key, raw[key]):
             values[key] = _coerce(key, raw[key], base_dir)
     for env_name, key in _ENV_FIELDS.items():
-        if env_name in env:
+        if env_name in env and not _empty_path(key, env[env_name]):
             values[key] = _coerce(key, env[env_name], Path.cwd())
     unknown = set(raw) - set(_ENV_FIELDS.values()) - {"ranking", "fusion", "spaces", "include", "exclude", "model"}
     if unknown:
@@ -301,6 +301,13 @@ def load_settings(
     _check(settings)
     spaces = _spaces(settings, raw, base_dir)
     return replace(settings, spaces=spaces)
+
+
+def _empty_path(key: str, value: Any) -> bool:
+    """An empty path setting (`NOTARIUM_SPACES_ROOT=`, as a shell or a compose
+    file leaves it) counts as unset: read as a path it was the current folder,
+    which made every folder there a space."""
+    return key in _PATH_FIELDS and isinstance(value, str) and not value.strip()
 
 
 def _coerce(key: str, value: Any, base_dir: Path) -> Any:
@@ -431,6 +438,8 @@ def _space_table(
     if unknown:
         raise ConfigError(f"unknown keys in [spaces.{name}]: {', '.join(sorted(unknown))}")
     if "path" in table:
+        if _empty_path("spaces_root", table["path"]):
+            raise ConfigError(f"[spaces.{name}] path is empty")
         path = _coerce("spaces_root", table["path"], base_dir)
     elif existing is not None:
         path = existing.path

@@ -60,6 +60,25 @@ def test_a_folder_whose_name_ends_in_a_newline_is_not_a_space(tmp_path: Path):
     assert [s.name for s in settings.spaces] == ["carnet"]
 
 
+def test_an_empty_path_setting_is_unset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`NOTARIUM_SPACES_ROOT=` once meant the current folder: every folder
+    there (the index folder too) became a space."""
+    make_root(tmp_path, "carnet")
+    (tmp_path / "stray").mkdir()
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(env={"NOTARIUM_SPACES_ROOT": "", "NOTARIUM_INDEX_DIR": " ", "NOTARIUM_MODEL_DIR": ""})
+    assert (settings.spaces_root, settings.spaces, settings.model_dir) == (None, (), None)
+    assert settings.index_dir == Settings().index_dir
+    # Unset, not "none": the file's value stands.
+    config = tmp_path / "c.toml"
+    config.write_text(f'spaces_root = "{tmp_path / "spaces"}"\nindex_dir = "idx"\n')
+    settings = load_settings(config, env={"NOTARIUM_SPACES_ROOT": ""})
+    assert [s.name for s in settings.spaces] == ["carnet"]
+    config.write_text('[spaces.s]\npath = ""\n')
+    with pytest.raises(ConfigError, match=r"\[spaces.s\] path is empty"):
+        load_settings(config, env={})
+
+
 def test_explicit_space_outside_root(tmp_path: Path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
