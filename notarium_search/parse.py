@@ -116,11 +116,18 @@ def decode_note(raw: bytes, truncated: bool = False) -> str:
 
 
 def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
-    """Parse a decoded note. Never raises on content: problems become warnings."""
+    """Parse a decoded note. Never raises on content: problems become warnings.
+
+    The text is taken in NFC first: a note saved decomposed (NFD, as macOS
+    tools and some sync tools write it) would otherwise be split by the
+    tokenizer at each combining accent, and `é` typed in a query would not
+    find it. The path is kept as given (it maps back to the file), so is an id
+    derived from it; a title derived from it is shown to people, so NFC."""
     warnings: list[str] = []
+    text = unicodedata.normalize("NFC", text)
     meta, body = _split_frontmatter(text, warnings)
     parts = markdown.analyse(body)
-    stem = posixpath.splitext(posixpath.basename(rel_path))[0]
+    stem = unicodedata.normalize("NFC", posixpath.splitext(posixpath.basename(rel_path))[0])
     title = _first_str(meta.get("title")) or parts.first_h1 or stem
     tags = _tag_list(meta.get("tags", meta.get("tag"))) + tuple(t.lower() for t in parts.tags)
     unreadable: set[str] = set()

@@ -5,6 +5,7 @@ Pure functions only: no files, no mocks.
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import frontmatter
@@ -256,6 +257,40 @@ class TestAliases:
 
     def test_no_aliases(self):
         assert parse(fm(aliases="")).aliases == ()
+
+
+class TestUnicodeNormalisation:
+    """Notes saved decomposed (NFD: macOS tools, some sync tools) must index
+    like composed ones: Tantivy's tokenizer splits `interope\u0301rabilite\u0301`
+    at the combining accent, so the text is NFC before anything reads it."""
+
+    def test_nfd_note_comes_out_nfc(self):
+        text = unicodedata.normalize(
+            "NFD",
+            "---\ntitle: Interopérabilité\naliases: [Été]\ntags: [réunion]\nsource: Société\n---\n"
+            "# Première partie\n\nL'interopérabilité #équipe et [[Café|ça]].\n",
+        )
+        assert text != unicodedata.normalize("NFC", text)
+        note = parse(text)
+        assert note.title == "Interopérabilité"
+        assert note.aliases == ("Été",)
+        assert note.tags == ("réunion", "équipe")
+        assert note.headings == ("Première partie",)
+        assert note.links == (WikiLink(target="Café", alias="ça"),)
+        assert note.frontmatter["source"] == "Société"
+        assert "L'interopérabilité" in note.text
+        for value in (note.title, note.text, *note.tags, *note.aliases, *note.headings):
+            assert unicodedata.is_normalized("NFC", value)
+
+    def test_path_and_path_id_are_kept_as_given(self):
+        # Paths map back to files: the decomposed name on disk stays as it is.
+        path = unicodedata.normalize("NFD", "dossier/Réunion d'été.md")
+        note = parse("Corps.\n", path)
+        assert note.rel_path == path
+        assert note.id == path
+        assert note.folder == "dossier"
+        assert note.title == "Réunion d'été"  # shown to people: NFC
+        assert unicodedata.is_normalized("NFC", note.title)
 
 
 # --------------------------------------------------------------------------- tags
