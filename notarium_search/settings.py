@@ -417,7 +417,8 @@ def _spaces(settings: Settings, raw: Mapping[str, Any], base_dir: Path) -> tuple
     for name, table in tables.items():
         found[name] = _space_table(name, table, found.get(name), settings, base_dir, include, exclude)
     for space in found.values():
-        _check_space(space, settings.index_dir)
+        _check_space(space)
+    _check_indexes_apart(tuple(found.values()), settings.index_dir)
     return tuple(found[name] for name in sorted(found))
 
 
@@ -485,12 +486,29 @@ def _collections(space: str, tables: Any) -> tuple[CollectionConfig, ...]:
     return tuple(found)
 
 
-def _check_space(space: SpaceConfig, index_dir: Path) -> None:
+def _check_space(space: SpaceConfig) -> None:
     if space.language not in LANGUAGES:
         raise ConfigError(f"space {space.name}: language must be one of {LANGUAGES}")
     if not space.path.is_dir():
         raise ConfigError(f"space {space.name}: {space.path} is not a directory")
-    notes = space.path.resolve()
-    index = index_dir.resolve()
-    if index == notes or notes in index.parents:
-        raise ConfigError(f"index_dir {index} must not be inside the notes folder of space {space.name}")
+
+
+def _check_indexes_apart(spaces: tuple[SpaceConfig, ...], index_dir: Path) -> None:
+    """A space's index is written to `index_dir/NAME`, not to `index_dir`:
+    that folder and every space's notes folder must be apart (neither inside
+    the other), or indexing writes manifest.json, lexical/ and writer.lock
+    among the notes (index_dir = spaces_root did), and a rebuild deletes
+    there."""
+    folders = [(space.name, (index_dir / space.name).resolve(), space.path.resolve()) for space in spaces]
+    for name, index, _ in folders:
+        for other, _, notes in folders:
+            if index == notes or notes in index.parents:
+                raise ConfigError(
+                    f"the index folder {index} of space {name} must not be inside (or be) the notes folder"
+                    f" {notes} of space {other}: set index_dir outside every notes folder"
+                )
+            if index in notes.parents:
+                raise ConfigError(
+                    f"the notes folder {notes} of space {other} must not be inside the index folder {index}"
+                    f" of space {name}: set index_dir elsewhere"
+                )

@@ -172,6 +172,40 @@ def test_index_dir_inside_notes_is_refused(vault: Vault):
         load_settings(env={"NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(inside)})
 
 
+def test_index_dir_equal_to_the_spaces_root_is_refused(vault: Vault):
+    """A space's index goes to index_dir/NAME: with index_dir = spaces_root,
+    that is the space's own notes folder."""
+    vault.write("a.md", "x")
+    notes = (vault.root / "notes").resolve()
+    env = {"NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(vault.root)}
+    with pytest.raises(ConfigError, match="must not be inside") as refused:
+        load_settings(env=env)
+    assert f"index folder {notes} of space notes" in str(refused.value)
+    assert f"notes folder {notes} of space notes" in str(refused.value)
+    assert sorted(p.name for p in notes.iterdir()) == ["a.md"]  # nothing written there
+
+
+def test_an_explicit_space_holding_its_own_index_folder_is_refused(tmp_path: Path):
+    notes = tmp_path / "i" / "p"
+    notes.mkdir(parents=True)
+    config = tmp_path / "c.toml"
+    config.write_text(f'index_dir = "{tmp_path / "i"}"\n[spaces.p]\npath = "{notes}"\n')
+    with pytest.raises(ConfigError, match=f"index folder {notes} of space p must not be inside"):
+        load_settings(config, env={})
+    # Any space's notes folder counts: x keeps its notes in i/p, where p's index would go.
+    other = tmp_path / "other"
+    other.mkdir()
+    config.write_text(f'index_dir = "{tmp_path / "i"}"\n[spaces.x]\npath = "{notes}"\n')
+    assert load_settings(config, env={}).space("x") is not None  # i/x and i/p are apart
+    config.write_text(f'index_dir = "{tmp_path / "i"}"\n[spaces.x]\npath = "{notes}"\n[spaces.p]\npath = "{other}"\n')
+    with pytest.raises(ConfigError, match=f"index folder {notes} of space p must not be inside .* of space x"):
+        load_settings(config, env={})
+    # And the other way round: p's notes inside the index folder of a space named i.
+    config.write_text(f'index_dir = "{tmp_path}"\n[spaces.p]\npath = "{notes}"\n[spaces.i]\npath = "{other}"\n')
+    with pytest.raises(ConfigError, match=f"notes folder {notes} of space p must not be inside the index folder"):
+        load_settings(config, env={})
+
+
 def test_fingerprint_change_rebuilds_from_files(vault: Vault):
     vault.write("a.md", note("a", "les chevaux galopent"))
     service = vault.service()
