@@ -187,15 +187,22 @@ def _inline_tags(masked: str) -> tuple[str, ...]:
     return tuple(t for t in tags if t)
 
 
+def _link_parts(inner: str) -> tuple[str, str, str]:
+    """(target, heading, alias) of a wiki-link's inside, each stripped. Inside
+    a table the alias pipe is written `\\|` (Obsidian's escape, else the pipe
+    would split the cell): the backslash belongs to the syntax, not the target."""
+    inner, pipe, alias = inner.partition("|")
+    target, _, heading = (inner.removesuffix("\\") if pipe else inner).partition("#")
+    return target.strip(), heading.strip(), alias.strip()
+
+
 def _wikilinks(masked: str) -> tuple[WikiLink, ...]:
     links: list[WikiLink] = []
     for match in _WIKILINK_RE.finditer(masked):
-        inner, _, alias = match.group(1).partition("|")
-        target, _, heading = inner.partition("#")
-        target, heading = target.strip(), heading.strip()
+        target, heading, alias = _link_parts(match.group(1))
         if not target and not heading:
             continue
-        links.append(WikiLink(target=target, heading=heading or None, alias=alias.strip() or None))
+        links.append(WikiLink(target=target, heading=heading or None, alias=alias or None))
     return tuple(links)
 
 
@@ -242,11 +249,12 @@ def _sections(plain: str, found: list[tuple[int, str]]) -> tuple[tuple[int, int,
 
 
 def _wikilink_text(match: re.Match[str]) -> str:
-    inner, _, alias = match.group(1).partition("|")
-    if alias.strip():
-        return alias.strip()
-    target, _, heading = inner.partition("#")
-    return " ".join(part.strip() for part in (target, heading) if part.strip())
+    target, heading, alias = _link_parts(match.group(1))
+    text = alias or " ".join(part for part in (target, heading) if part)
+    # `[[a]][[b]]` shows two links, not the word "ab"; text touching a link
+    # (`[[chat]]s`, `[[a]].`) is one word with it, as the reader sees it.
+    following = match.string[match.end() : match.end() + 3]
+    return text + " " if following.startswith(("[[", "![[")) else text
 
 
 def _inline_to_text(text: str) -> str:

@@ -30,10 +30,19 @@ class TestWikilinks:
             ("[[#Section locale]]", WikiLink(target="", heading="Section locale")),
             ("[[Note#]]", WikiLink(target="Note")),
             ("[[Été à Noël|c’est l'été]]", WikiLink(target="Été à Noël", alias="c’est l'été")),
+            # Obsidian's escaped pipe, needed inside tables.
+            (r"[[Note\|Alias]]", WikiLink(target="Note", alias="Alias")),
+            (r"[[Note#Titre\|Alias]]", WikiLink(target="Note", heading="Titre", alias="Alias")),
+            (r"![[img.png\|300]]", WikiLink(target="img.png", alias="300")),
         ],
     )
     def test_single_link_shapes(self, source, expected):
         assert md.wikilinks(f"Voir {source} ici.") == (expected,)
+
+    def test_escaped_pipe_in_a_table(self):
+        text = "| Note | Lien |\n|---|---|\n| a | [[Cible\\|Nom affiché]] |\n"
+        assert md.wikilinks(text) == (WikiLink(target="Cible", alias="Nom affiché"),)
+        assert md.to_plain_text(text) == "Note Lien\n\na Nom affiché"
 
     def test_links_in_order_with_duplicates(self):
         text = "[[B]] puis [[A|a]] puis ![[c.png]] puis [[B]]"
@@ -171,6 +180,11 @@ class TestPlainText:
             ("[[Cible|Alias]]", "Alias"),
             ("[[Cible#Section]]", "Cible Section"),
             ("[[Cible#Section|Alias]]", "Alias"),
+            (r"[[Cible\|Alias]]", "Alias"),
+            (r"[[Cible#Section\|Alias]]", "Alias"),
+            ("[[a]][[b]]", "a b"),  # adjacent links stay separate words
+            ("[[a|x]]![[b.png]][[c#d]]", "x b.png c d"),
+            ("[[chat]]s et [[a]].", "chats et a."),  # text touching a link is unchanged
             ("![[image.png]]", "image.png"),
             ('<div class="note">Texte <b>gras</b></div><br/>', "Texte gras"),
             ("> [!note] Titre de l'encadré\n> contenu cité", "Titre de l'encadré\ncontenu cité"),
