@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from notarium_search.logsetup import configure_logging
-from notarium_search.settings import ConfigError, Settings, load_settings
+from notarium_search.settings import ConfigError, Settings, load_settings, log_ignored_folders
 
 EXIT_USAGE = 2
 # numpy's OpenBLAS keeps one thread per core and wakes them for every matrix
@@ -84,6 +84,7 @@ def _serve(settings: Settings, _: argparse.Namespace) -> int:
     from notarium_search.lexical.store import IndexLocked
 
     configure_logging(settings.log_level)
+    log_ignored_folders(settings)
     try:
         app = create_app(settings)
     except IndexLocked as exc:
@@ -99,6 +100,7 @@ def _mcp(settings: Settings, _: argparse.Namespace) -> int:
 
     # stdout carries the protocol alone: logs go to stderr, which MCP clients show or keep.
     configure_logging(settings.log_level, sys.stderr)
+    log_ignored_folders(settings)
     try:
         run_stdio(settings)
     except IndexLocked as exc:
@@ -121,6 +123,7 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
     from notarium_search.space import Space, rate_and_eta
 
     configure_logging("warning", sys.stderr)
+    log_ignored_folders(settings)
     config = settings.space(args.space)
     if config is None:
         return _unknown_space(settings, args.space)
@@ -264,6 +267,8 @@ def _status(settings: Settings, args: argparse.Namespace) -> int:
     else:
         for row in rows:
             print(f"{row['space']:<20} {row['state']:<12} {row['notes']:>8} notes  {row['path']}")
+        for folder in settings.ignored_folders:  # folders of spaces_root that look like spaces but are not
+            print(f"ignored folder {folder.path}: {folder.reason}")
     return 0
 
 

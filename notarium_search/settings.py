@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+import structlog
+
 SPACE_NAME_PATTERN = "[a-z0-9][a-z0-9_-]*"
 # Anchored with \Z, not $: `$` also matches before a final newline, so
 # "abc\n" passed. With \Z even a plain `.match` checks the whole name.
@@ -31,6 +33,8 @@ DEFAULT_INCLUDE = ("**/*.md",)
 
 
 _Table = TypeVar("_Table", "RankingConfig", "FusionConfig")
+
+log = structlog.get_logger(__name__)
 
 
 class ConfigError(ValueError):
@@ -130,6 +134,16 @@ class SpaceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class IgnoredFolder:
+    """A sub-folder of `spaces_root` that is not a space, and why."""
+
+    path: Path
+    reason: str
+    suggested_name: str | None
+    """A valid space name made from the folder's name (None: none could be)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Service settings. Environment names in brackets."""
 
@@ -210,6 +224,10 @@ class Settings:
     """[ranking] table of the config file."""
     fusion: FusionConfig = field(default_factory=FusionConfig)
     """[fusion] table of the config file."""
+    ignored_folders: tuple[IgnoredFolder, ...] = ()
+    """Not a setting: the sub-folders of `spaces_root` whose names are not
+    valid space names (e.g. `Zettelkasten`), found while loading; logged at
+    start and listed by `notarium-search status`."""
 
     def space(self, name: str) -> SpaceConfig | None:
         return next((s for s in self.spaces if s.name == name), None)
@@ -299,8 +317,20 @@ def load_settings(
         model=model,
     )
     _check(settings)
-    spaces = _spaces(settings, raw, base_dir)
-    return replace(settings, spaces=spaces)
+    spaces, ignored = _spaces(settings, raw, base_dir)
+    return replace(settings, spaces=spaces, ignored_folders=ignored)
+
+
+def log_ignored_folders(settings: Settings) -> None:
+    """One warning per sub-folder of spaces_root that is not a space (called
+    once logging is set up: settings are read before it)."""
+    for folder in settings.ignored_folders:
+        log.warning(
+            "space_folder_ignored",
+            path=str(folder.path),
+            reason=folder.reason,
+            suggested_name=folder.suggested_name,
+        )
 
 
 def _empty_path(key: str, value: Any) -> bool:
@@ -400,17 +430,24 @@ def _check(settings: Settings) -> None:
         raise ConfigError("query_embed_timeout_ms must be >= 1")
 
 
-def _spaces(settings: Settings, raw: Mapping[str, Any], base_dir: Path) -> tuple[SpaceConfig, ...]:
+def _spaces(
+    settings: Settings, raw: Mapping[str, Any], base_dir: Path
+) -> tuple[tuple[SpaceConfig, ...], tuple[IgnoredFolder, ...]]:
     include = _patterns("include", raw.get("include"), DEFAULT_INCLUDE)
     exclude = _patterns("exclude", raw.get("exclude"), DEFAULT_EXCLUDE)
     found: dict[str, SpaceConfig] = {}
+    misnamed: list[Path] = []
     root = settings.spaces_root
     if root is not None:
         if not root.is_dir():
             raise ConfigError(f"spaces_root {root} is not a directory")
         for child in sorted(root.iterdir()):
-            if child.is_dir() and valid_space_name(child.name):
+            if not child.is_dir() or child.name.startswith("."):
+                continue  # files, and tool state (.obsidian, .git, .trash): never spaces, nothing to say
+            if valid_space_name(child.name):
                 found[child.name] = SpaceConfig(child.name, child, settings.language, include, exclude)
+            else:
+                misnamed.append(child)
     tables = raw.get("spaces", {})
     if not isinstance(tables, dict):
         raise ConfigError("[spaces] must be a table of [spaces.NAME] tables")
@@ -419,7 +456,30 @@ def _spaces(settings: Settings, raw: Mapping[str, Any], base_dir: Path) -> tuple
     for space in found.values():
         _check_space(space)
     _check_indexes_apart(tuple(found.values()), settings.index_dir)
-    return tuple(found[name] for name in sorted(found))
+    declared = {space.path.resolve() for space in found.values()}
+    taken = set(found)
+    ignored = []
+    for folder in misnamed:
+        if folder.resolve() not in declared:  # a [spaces.NAME] table may give it a valid name
+            ignored.append(_ignored(folder, taken))
+    return tuple(found[name] for name in sorted(found)), tuple(ignored)
+
+
+def _ignored(folder: Path, taken: set[str]) -> IgnoredFolder:
+    """Why a sub-folder of spaces_root is not a space, and how to make it one.
+    Its name is not mapped to a valid one automatically: two folders could
+    map to one name, and a space's name is in its URLs and index folder, so
+    it should be chosen, not guessed behind the user's back."""
+    why = f"{folder.name!r} is not a valid space name ({SPACE_NAME_PATTERN})"
+    ascii_name = unicodedata.normalize("NFKD", folder.name).encode("ascii", "ignore").decode().lower()
+    base = re.sub(r"[^a-z0-9_-]+", "-", ascii_name).strip("-_")
+    if not valid_space_name(base):
+        return IgnoredFolder(folder, f'{why}: declare it as [spaces.NAME] with path = "{folder}"', None)
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    taken.add(name)
+    return IgnoredFolder(folder, f'{why}: declare it as [spaces.{name}] with path = "{folder}"', name)
 
 
 def _space_table(

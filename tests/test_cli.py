@@ -53,6 +53,19 @@ def test_index_search_status(vault: Vault, tmp_path: Path):
     assert "30 notes, 30 indexed" in full.stdout
 
 
+def test_folders_that_are_not_spaces_are_reported(vault: Vault, tmp_path: Path):
+    vault.write("a.md", "---\nid: a\n---\ntexte\n")
+    vault.write("b.md", "---\nid: b\n---\ntexte\n", space="Zettelkasten")
+    indexed = run(["index", "notes"], vault, tmp_path)
+    assert indexed.returncode == 0, indexed.stderr
+    (warning,) = [json.loads(line) for line in indexed.stderr.splitlines() if "space_folder_ignored" in line]
+    assert (warning["level"], warning["path"]) == ("warning", str(vault.root / "Zettelkasten"))
+    assert warning["suggested_name"] == "zettelkasten"
+    assert "[spaces.zettelkasten]" in warning["reason"]
+    status = run(["status"], vault, tmp_path)
+    assert f"ignored folder {vault.root / 'Zettelkasten'}: 'Zettelkasten' is not a valid space name" in status.stdout
+
+
 def test_errors_are_clear(vault: Vault, tmp_path: Path):
     vault.write("a.md", "x")
     unknown = run(["index", "nope"], vault, tmp_path)

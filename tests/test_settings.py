@@ -17,6 +17,7 @@ from notarium_search.settings import (
     RankingConfig,
     Settings,
     load_settings,
+    log_ignored_folders,
     valid_space_name,
 )
 
@@ -77,6 +78,42 @@ def test_an_empty_path_setting_is_unset(tmp_path: Path, monkeypatch: pytest.Monk
     config.write_text('[spaces.s]\npath = ""\n')
     with pytest.raises(ConfigError, match=r"\[spaces.s\] path is empty"):
         load_settings(config, env={})
+
+
+def test_folders_that_are_not_spaces_are_listed_and_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    """Obsidian vaults are often capitalised: ignored, never silently."""
+    root = make_root(tmp_path, "carnet", "notes", "Zettelkasten", "Mes Notes (2024)", "Notes", "日記", ".obsidian")
+    (root / "README.md").write_text("pas un dossier")
+    env = {"NOTARIUM_SPACES_ROOT": str(root), "NOTARIUM_INDEX_DIR": str(tmp_path / "idx")}
+    settings = load_settings(env=env)
+    assert [s.name for s in settings.spaces] == ["carnet", "notes"]
+    ignored = {f.path.name: f for f in settings.ignored_folders}
+    assert set(ignored) == {"Zettelkasten", "Mes Notes (2024)", "Notes", "日記"}  # not .obsidian, not a file
+    suggested = {name: f.suggested_name for name, f in ignored.items()}
+    assert suggested == {
+        "Zettelkasten": "zettelkasten",
+        "Mes Notes (2024)": "mes-notes-2024",
+        "Notes": "notes-2",
+        "日記": None,
+    }
+    zettel = ignored["Zettelkasten"].reason
+    assert "'Zettelkasten' is not a valid space name" in zettel
+    assert f'[spaces.zettelkasten] with path = "{root / "Zettelkasten"}"' in zettel
+
+    caplog.clear()
+    log_ignored_folders(settings)
+    logged = [r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg["event"] == "space_folder_ignored"]
+    assert {(e["path"], e["suggested_name"], e["level"]) for e in logged} == {
+        (str(f.path), f.suggested_name, "warning") for f in settings.ignored_folders
+    }
+    assert all("is not a valid space name" in e["reason"] for e in logged)
+
+    # Declared under a valid name, the folder is a space and no longer ignored.
+    config = tmp_path / "c.toml"
+    config.write_text(f'[spaces.zettelkasten]\npath = "{root / "Zettelkasten"}"\n')
+    settings = load_settings(config, env=env)
+    assert [s.name for s in settings.spaces] == ["carnet", "notes", "zettelkasten"]
+    assert "Zettelkasten" not in {f.path.name for f in settings.ignored_folders}
 
 
 def test_explicit_space_outside_root(tmp_path: Path):
