@@ -37,6 +37,10 @@ _OBSIDIAN_COMMENT_RE = re.compile(r"%%.*?%%", re.S)
 _TAG_RE = re.compile(r"(?:^|(?<=[\s(\[]))#((?:[^\W\d]|\d+[^\W\d])[\w/-]*)", re.M)
 _LINE_PREFIX_RE = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:[-*+][ \t]+\[[ xX]\][ \t]+|[-*+][ \t]+|\d+[.)][ \t]+)?", re.M)
 _CALLOUT_RE = re.compile(r"\[!\w+\][+-]?")
+# Block starts that decide whether an indented line is code (_without_indented_code).
+_LIST_MARKER_RE = re.compile(r"([-+*]|\d{1,9}[.)])([ \t]+|$)")
+_ATX_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_BREAK_RE = re.compile(r" {0,3}(?:(?:[-*_][ \t]*){3,}|=+[ \t]*)$")
 # Emphasis markers touching a word on one side: `**gras**`, `~~barré~~`, `==x==`,
 # `_souligné_` (underscores only at word edges, so snake_case survives).
 # The pattern starts with its literal characters so the engine can skip ahead
@@ -181,7 +185,10 @@ def _heading_text(raw: str, code: list[str]) -> str:
 def _inline_tags(masked: str) -> tuple[str, ...]:
     if "#" not in masked:
         return ()
-    cleaned = _MD_LINK_RE.sub(" ", _WIKILINK_RE.sub(" ", masked))
+    # Code first, as CommonMark finds blocks before inline syntax: a `%%` in
+    # code must not open a comment that swallows the prose after it.
+    cleaned = _OBSIDIAN_COMMENT_RE.sub(" ", _HTML_COMMENT_RE.sub(" ", _without_indented_code(masked)))
+    cleaned = _MD_LINK_RE.sub(" ", _WIKILINK_RE.sub(" ", cleaned))
     cleaned = _HEADING_RE.sub(lambda m: " " + m.group(2), cleaned)
     tags = (m.group(1).rstrip("/-") for m in _TAG_RE.finditer(cleaned))
     return tuple(t for t in tags if t)
@@ -194,6 +201,59 @@ def _link_parts(inner: str) -> tuple[str, str, str]:
     inner, pipe, alias = inner.partition("|")
     target, _, heading = (inner.removesuffix("\\") if pipe else inner).partition("#")
     return target.strip(), heading.strip(), alias.strip()
+
+
+def _without_indented_code(text: str) -> str:
+    """The text with its indented code blocks blanked, so that `    #include`
+    in a C example is not a tag. Their text stays in the plain text: people
+    search for code.
+
+    CommonMark's rule for the common cases: a line indented by 4 columns or
+    more (a tab reaches the next multiple of 4) is code when no paragraph is
+    open, i.e. at the start, after a blank line, a heading, a thematic break
+    or a fenced block; code goes on through blank lines to the next indented
+    line. Right after paragraph text an indented line continues the paragraph
+    (code cannot interrupt a paragraph). In a list item the 4 columns count
+    from the item's content column (`- ` → 2, `10. ` → 4), so a paragraph
+    indented under an item is prose; the list ends at a less indented line
+    after a blank line. Not handled: code inside block quotes, HTML blocks."""
+    if "    " not in text and "\t" not in text:
+        return text
+    lines = text.split("\n")
+    paragraph_open = False
+    after_blank = False
+    list_column: int | None = None  # content column of the current list item
+    for i, line in enumerate(lines):
+        content = line.lstrip(" \t")
+        if not content:
+            paragraph_open, after_blank = False, True
+            continue
+        indent = _column(line[: len(line) - len(content)], 0)
+        ended = after_blank and list_column is not None and indent < list_column
+        if ended and not _LIST_MARKER_RE.match(content):
+            list_column = None
+        after_blank = False
+        if indent >= (list_column or 0) + 4 and not paragraph_open:
+            lines[i] = ""
+            continue
+        marker = _LIST_MARKER_RE.match(content)
+        if _BREAK_RE.match(line) or _ATX_RE.match(line) or content.startswith(_BLOCK_OPEN):
+            paragraph_open = False
+        elif marker:
+            start = indent + marker.end(1)
+            gap = _column(marker.group(2), start) - start
+            list_column = start + (gap if 1 <= gap <= 4 else 1)
+            paragraph_open = True
+        else:
+            paragraph_open = True
+    return "\n".join(lines)
+
+
+def _column(blanks: str, column: int) -> int:
+    """The column reached after `blanks` from `column`: a tab stops at the next multiple of 4."""
+    for char in blanks:
+        column += 4 - column % 4 if char == "\t" else 1
+    return column
 
 
 def _wikilinks(masked: str) -> tuple[WikiLink, ...]:

@@ -160,6 +160,66 @@ class TestInlineTags:
     def test_tag_in_heading_text(self):
         assert md.inline_tags("## Titre #tag\n") == ("tag",)
 
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "<!-- #comment -->",
+            "avant <!-- un\n#commentaire\nsur trois lignes --> après",
+            "%% #obs %%",
+            "avant %%\n#caché\n%% après",
+        ],
+    )
+    def test_comments_are_not_tags(self, text):
+        assert md.inline_tags(text) == ()
+
+    def test_tags_around_comments_are_kept(self):
+        assert md.inline_tags("#avant <!-- #non --> #après %% #non %% #fin") == ("avant", "après", "fin")
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "    #indented code",  # start of document
+            "Texte.\n\n    #include <stdio.h>\n    int main(void);",
+            "Texte.\n\n\t#tab",
+            "Texte.\n\n  \t#tabulation après deux espaces",
+            "# Titre\n    #après_un_titre",  # a heading is not a paragraph: nothing to continue
+            "Texte.\n\n    int x;\n\n    #encore_du_code\n",  # blank lines inside the block
+            "```\nbloc\n```\n    #après_une_clôture",
+            "- élément\n\n      #code_dans_l_élément",  # 4 columns past the item's content column
+            "10. élément\n\n        #code_dans_l_élément",
+            "-tiret\n\n    #code",  # no space after the dash: a paragraph, not a list
+            "3.5 litres\n\n    #code",
+            "Titre\n---\n    #après_un_titre_souligné",
+        ],
+    )
+    def test_indented_code_is_not_tags(self, text):
+        assert md.inline_tags(text) == ()
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            # An indented line cannot interrupt a paragraph: it continues it.
+            ("Un paragraphe\n    #suite du paragraphe", ("suite",)),
+            # Inside a list item, indented lines are the item's continuation.
+            ("- élément\n    #continuation", ("continuation",)),
+            ("- élément\n\n    #paragraphe_de_l_élément", ("paragraphe_de_l_élément",)),
+            ("1. premier\n\n    #suite\n2. second #aussi", ("suite", "aussi")),
+            # After the code block, prose again.
+            ("Texte.\n\n    #code\n\n#dehors", ("dehors",)),
+            ("Texte.\n\n    #code\n#dehors", ("dehors",)),
+            # A list ends at an unindented paragraph after a blank line.
+            ("- élément\n\nParagraphe.\n\n    #code\n\n#tag", ("tag",)),
+            ("   #trois_espaces", ("trois_espaces",)),  # three spaces: not code
+        ],
+    )
+    def test_indented_prose_keeps_tags(self, text, expected):
+        assert md.inline_tags(text) == expected
+
+    def test_indented_code_stays_searchable(self):
+        parts = md.analyse("Un programme C :\n\n    #include <stdio.h>\n")
+        assert parts.tags == ()
+        assert "#include" in parts.plain_text
+
     def test_no_empty_tags(self):
         assert md.inline_tags("a #- b #/ c #---") == ()
 
