@@ -9,6 +9,9 @@ This runs for every hit of every keystroke, so the note is never tokenized
 in Python: `str.find` over a folded copy of the note (lowercase, no accents,
 one character for one, so offsets carry over) finds the words that may match,
 and only those are checked, stems by the real analyzer (cached per word).
+The copy is folded by Tantivy's own tokenizer and fold, so that it agrees with
+the index; a letter the index spells with several (œ → oe, ß → ss, ﬁ → fi)
+cannot fit in one character: the few words holding one are folded whole.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import codecs
 import functools
 import html
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
+
+from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 
 from notarium_search import analysis
 from notarium_search.analysis import Analyzers
@@ -41,9 +45,12 @@ FOLD_CACHE_CHARS = 4_096  # distinct non-Latin-1 characters whose fold is rememb
 TYPO_LEAD_CHARS = (2, 4)  # letters before a typo form's 4th letter: 3, one deleted, or one inserted
 SCAN_CHUNK_CHARS = 8_192  # a long note is scanned chunk by chunk, until MAX_MATCHES are found
 _FOLD_ERRORS = "notarium_search.fold"  # codec error handler folding non-Latin-1 characters
-# Stands for a letter that folds to no ASCII letter (Greek, Cyrillic, œ…): still a word
-# character, never part of an ASCII query form, and its own fold.
-_OTHER_LETTER = "þ"
+# In the folded copy: word characters never part of an ASCII query form, each its own fold
+# (the codec's replacements go through the byte table too), hence these two Latin-1 letters.
+_OTHER_LETTER = "µ"  # a letter the index keeps non-ASCII (µ itself, Greek, Cyrillic, CJK…)
+_MANY_LETTERS = "ß"  # a letter the index folds to several (ß → ss, œ → oe, æ → ae, ﬁ → fi), or to "G"
+# The index's fold without its stop words and stemmer: lowercase, then ASCII.
+_TANTIVY_FOLD = TextAnalyzerBuilder(Tokenizer.simple()).filter(Filter.lowercase()).filter(Filter.ascii_fold()).build()
 _HTML_SPECIAL = re.compile("[&<>\"']")  # what html.escape replaces
 
 
@@ -132,10 +139,15 @@ def _candidates(text: str, terms: HighlightTerms, analyzers: Analyzers) -> Itera
     # Folding turns every separator into a space; with one more at each end, every
     # word sits between two spaces, and padded[i + 1] is text[i].
     padded = f" {fold(text)} "
+    many_letters = _MANY_LETTERS in padded  # most notes have no œ, æ, ß…: nothing more to do
     for low in range(0, len(text), SCAN_CHUNK_CHARS):
         spans = _word_spans(padded, scan, low, low + SCAN_CHUNK_CHARS)
+        if many_letters:
+            _add_words_folding_longer(text, padded, scan, low, low + SCAN_CHUNK_CHARS, spans)
         for start in sorted(spans):
-            yield start, spans[start], padded[start + 1 : spans[start] + 1]
+            end = spans[start]
+            folded = padded[start + 1 : end + 1]
+            yield start, end, _fold_word(text[start:end]) if many_letters and _MANY_LETTERS in folded else folded
 
 
 def _word_spans(padded: str, scan: _Scan, low: int, high: int) -> dict[int, int]:
@@ -170,6 +182,33 @@ def _add_words_ending(padded: str, literal: str, low: int, high: int, spans: dic
         if space != -1 and low <= space < high and pos - space - 1 >= shortest:
             spans.setdefault(space, pos - 1 + len(literal))
         pos = padded.find(needle, pos + 1, stop)
+
+
+def _add_words_folding_longer(text: str, padded: str, scan: _Scan, low: int, high: int, spans: dict[int, int]) -> None:
+    """Words holding a letter the index folds to several (cœur → coeur): the copy
+    cannot spell them, so each is folded whole and checked against the literals.
+    They are few, hence no cache."""
+    stop = padded.find(" ", min(high, len(padded) - 1))  # past the last word starting before `high`
+    pos = padded.find(_MANY_LETTERS, low + 1, stop)
+    while pos != -1:
+        start = padded.rfind(" ", low, pos)  # -1 for a word that started in the previous chunk
+        end = padded.find(" ", pos) - 1
+        if start >= low and start not in spans and _may_match(_fold_word(text[start:end]), scan):
+            spans[start] = end
+        pos = padded.find(_MANY_LETTERS, end + 1, stop)
+
+
+def _may_match(folded: str, scan: _Scan) -> bool:
+    """Whether the scan's literals would find this folded word (see `_word_spans`)."""
+    if folded.startswith(scan.starts):
+        return True
+    shortest, longest = TYPO_LEAD_CHARS
+    return any(folded.endswith(end) and shortest <= len(folded) - len(end) <= longest for end in scan.ends)
+
+
+def _fold_word(word: str) -> str:
+    """The word as the index spells it before stemming, e.g. Cœur → coeur."""
+    return "".join(_TANTIVY_FOLD.analyze(word))
 
 
 def _classify(word: str, folded: str, terms: HighlightTerms, language: str) -> str | None:
@@ -222,25 +261,28 @@ def _typo_literals(forms: frozenset[str]) -> tuple[set[str], set[str]]:
 
 def fold(text: str) -> str:
     """Lowercase, accent-free letters and digits, every other character a space,
-    one character for one, so that offsets in the copy are offsets in `text`.
-    Latin-1 goes through a byte table (C speed); other characters through a
-    cached per-character fold."""
+    one character for one, so that offsets in the copy are offsets in `text`
+    (see `_fold_char`). Latin-1 goes through a byte table (C speed); other
+    characters through a cached per-character fold."""
     return text.encode("latin-1", _FOLD_ERRORS).translate(_LATIN1_FOLD).decode("latin-1")
 
 
 @functools.lru_cache(maxsize=FOLD_CACHE_CHARS)
 def _fold_char(char: str) -> str:
-    """One Latin-1 character standing for `char`: a space for a separator (Tantivy's
-    simple tokenizer splits on anything not alphanumeric, "_" too), else its
-    base letter, or itself lowercased."""
-    if not char.isalnum():
+    """One Latin-1 character standing for `char`, as the index's tokenizer and fold
+    see it: a space for a separator (anything not alphanumeric, "_" too), the
+    ASCII letter or digit it folds to (É → e, ø → o, ł → l, ² → 2), _MANY_LETTERS
+    if it folds to several (œ → oe) or, as ǧ does, to an uppercase letter (which
+    the byte table would lowercase), else _OTHER_LETTER (γ, я, 字)."""
+    if "\ud800" <= char <= "\udfff":
+        return " "  # a lone surrogate: Tantivy cannot even be given it
+    tokens = _TANTIVY_FOLD.analyze(char)
+    if not tokens:
         return " "
-    decomposed = unicodedata.normalize("NFKD", char)
-    base = decomposed[0].lower()
-    if base.isascii() and base.isalpha() and all(unicodedata.combining(c) for c in decomposed[1:]):
-        return base
-    lowered = char.lower()
-    return lowered if len(lowered) == 1 and ord(lowered) <= 0xFF else _OTHER_LETTER
+    folded = tokens[0]
+    if not folded.isascii():
+        return _OTHER_LETTER
+    return folded if len(folded) == 1 and folded.isalnum() and not folded.isupper() else _MANY_LETTERS
 
 
 def _fold_unencodable(error: UnicodeError) -> tuple[str, int]:

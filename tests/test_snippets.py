@@ -1,0 +1,124 @@
+"""Snippets and their highlights, with the real French analyzers (and a real index where it matters)."""
+
+from __future__ import annotations
+
+import pytest
+
+from notarium_search import analysis
+from notarium_search.lexical.query import plan_query
+from notarium_search.models import Snippet
+from notarium_search.snippets import (
+    MAX_CANDIDATES,
+    SCAN_CHUNK_CHARS,
+    HighlightTerms,
+    find_matches,
+    fold,
+    make_snippets,
+)
+
+FR = analysis.analyzers("fr")
+
+
+def terms_for(query: str, absent: frozenset[str] = frozenset()) -> HighlightTerms:
+    """`absent`: the query stems no note holds (typos, a word being typed)."""
+    return HighlightTerms.from_plan(plan_query(query, FR), absent)
+
+
+def marked(snippet: Snippet) -> list[str]:
+    return [snippet.text[r.start : r.end] for r in snippet.highlights]
+
+
+def highlighted(text: str, query: str, absent: frozenset[str] = frozenset()) -> list[str]:
+    return [word for snippet in make_snippets(text, terms_for(query, absent), FR) for word in marked(snippet)]
+
+
+# -- letters the index folds to several (œ → oe) or to one it does not decompose (ø → o) --
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "expected"),
+    [
+        ("La mise en œuvre du projet.", "œuvre", ["œuvre"]),
+        ("La mise en œuvre du projet.", "oeuvre", ["œuvre"]),
+        ("Les ŒUVRES COMPLÈTES.", "oeuvres", ["ŒUVRES"]),
+        ("Mon cœur bat.", "cœur", ["cœur"]),
+        ("Mon cœur bat.", "coeur", ["cœur"]),
+        ("Avant la mise en œuvre du projet.", '"la mise en œuvre"', ["mise", "œuvre"]),
+        ("Ses deux sœurs.", "sœurs", ["sœurs"]),
+        ("Classés ex æquo.", "ex aequo", ["ex", "æquo"]),
+        ("Die Straße ist lang.", "straße", ["Straße"]),
+        ("Die Straße ist lang.", "strasse", ["Straße"]),
+        ("La ﬁn du ﬁlm.", "fin", ["ﬁn"]),
+        ("Søren Kierkegaard", "soren", ["Søren"]),
+        ("Ðorđe et Łódź", "dorde lodz", ["Ðorđe", "Łódź"]),
+    ],
+)
+def test_letters_tantivy_folds_apart_are_highlighted(text, query, expected):
+    assert highlighted(text, query) == expected
+
+
+def test_a_word_being_typed_or_mistyped_over_a_ligature_is_highlighted():
+    assert highlighted("Mise en œuvre.", "oeu", absent=frozenset({"oeu"})) == ["œuvre"]
+    assert highlighted("Mise en œuvre.", "œu", absent=frozenset({"oeu"})) == ["œuvre"]
+    assert highlighted("Mise en œuvre.", "oeuvrr", absent=frozenset({"oeuvrr"})) == ["œuvre"]
+
+
+def test_ligature_words_are_highlighted_across_scan_chunks():
+    # The note is scanned SCAN_CHUNK_CHARS at a time: a word may start in one chunk
+    # and hold its œ in the next. Each must be found once, at its place.
+    for start in range(SCAN_CHUNK_CHARS - 5, SCAN_CHUNK_CHARS + 2):
+        text = "x" * (start - 1) + " manœuvre puis cœur"
+        matches = find_matches(text, terms_for("manœuvre cœur"), FR)
+        assert [(m.start, m.end) for m in matches] == [(start, start + 8), (start + 14, start + 18)], start
+
+
+def test_ligature_words_that_cannot_match_do_not_use_the_candidate_budget():
+    text = "Le cœur. " * (MAX_CANDIDATES + 500) + "Enfin la lune."
+    assert highlighted(text, "lune") == ["lune"]
+
+
+def test_fold_agrees_with_the_index_tokenizer():
+    """The folded copy's words are the index's tokens at the same offsets, spelt the
+    same when each letter folds to one ASCII letter or digit."""
+    blocks = [
+        (0x20, 0x250),  # ASCII, Latin-1, Latin Extended A and B (ǧ folds to an uppercase G)
+        (0x300, 0x3D0),  # combining marks (some are letters to Tantivy), Greek
+        (0x400, 0x450),  # Cyrillic
+        (0x1E00, 0x1F00),  # Latin Extended Additional
+        (0x2070, 0x2190),  # super- and subscripts, letterlike symbols, Roman numerals
+        (0x2460, 0x2500),  # enclosed alphanumerics (⑴ folds to "(1)")
+        (0xFB00, 0xFB07),  # ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ
+        (0xFF10, 0xFF5B),  # full-width letters and digits
+    ]
+    letters = "".join(chr(c) for low, high in blocks for c in range(low, high))
+    text = " ".join(letters[i : i + 7] for i in range(0, len(letters), 7)) + " ﬁn ĳs 字 🎉 x_y"
+    folded = fold(text)
+    assert len(folded) == len(text)
+    words: list[tuple[int, int, str]] = []
+    start = None
+    for i, char in enumerate(folded + " "):
+        if char == " " and start is not None:
+            words.append((start, i, folded[start:i]))
+            start = None
+        elif char != " " and start is None:
+            start = i
+    tokens = FR.plain.pre_tokenize(text).tokens
+    assert [(w[0], w[1]) for w in words] == [(t.char_offset_from, t.char_offset_to) for t in tokens]
+    for (_, _, word), token in zip(words, tokens, strict=True):
+        if word.isascii():
+            assert word == token.text
+
+
+def test_fold_is_its_own_fold():
+    # The codec's replacements for non-Latin-1 letters go through the byte table again.
+    text = "cœur γάτα Straße þorn ª µ ½ ﬁn"
+    assert fold(fold(text)) == fold(text)
+
+
+def test_fold_takes_a_lone_surrogate_for_a_separator():
+    assert fold("a\ud800b") == "a b"
+
+
+def test_greek_and_cyrillic_words_are_not_candidates_for_an_ascii_query():
+    text = "Η γάτα κοιμάται. " * MAX_CANDIDATES + "Кошка спит. Enfin la lune."
+    assert highlighted(text, "lune") == ["lune"]
