@@ -88,12 +88,16 @@ class HighlightTerms:
 
 
 def make_snippets(
-    text: str, terms: HighlightTerms, analyzers: Analyzers, limit: int = MAX_SNIPPETS
+    text: str, terms: HighlightTerms, analyzers: Analyzers, limit: int = MAX_SNIPPETS, fallback: str = ""
 ) -> tuple[Snippet, ...]:
     """Up to `limit` non-overlapping excerpts, best first; the note's opening
-    lines when nothing matches (a title or fuzzy hit)."""
-    if not text:
-        return ()
+    lines when nothing matches (a title or fuzzy hit). `fallback` (the note's
+    title) stands in for a blank text, so that a note with a title and no body
+    still gets a snippet; none only when both are blank."""
+    if not text or text.isspace():  # isspace stops at the first letter: no cost for a real note
+        text = fallback.strip()
+        if not text:
+            return ()
     matches = find_matches(text, terms, analyzers)
     if not matches:
         return (_render(text, 0, _cut_end(text, SNIPPET_CHARS), []),)

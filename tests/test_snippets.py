@@ -122,3 +122,26 @@ def test_fold_takes_a_lone_surrogate_for_a_separator():
 def test_greek_and_cyrillic_words_are_not_candidates_for_an_ascii_query():
     text = "Η γάτα κοιμάται. " * MAX_CANDIDATES + "Кошка спит. Enfin la lune."
     assert highlighted(text, "lune") == ["lune"]
+
+
+# -- a note with a title and no body --
+
+
+def test_a_blank_text_falls_back_to_the_title():
+    (snippet,) = make_snippets("", terms_for("œuvre"), FR, fallback="Mise en œuvre")
+    assert snippet.text == "Mise en œuvre"
+    assert marked(snippet) == ["œuvre"]
+    assert snippet.html == "Mise en <mark>œuvre</mark>"
+    (unmatched,) = make_snippets(" \n", terms_for("lune"), FR, fallback="Mise en œuvre")
+    assert unmatched.text == "Mise en œuvre"
+    assert unmatched.highlights == ()
+
+
+def test_no_snippet_without_text_or_title():
+    assert make_snippets("", terms_for("lune"), FR) == ()
+    assert make_snippets("", terms_for("lune"), FR, fallback="  ") == ()
+
+
+def test_the_fallback_is_unused_when_the_note_has_text():
+    (snippet,) = make_snippets("La lune.", terms_for("lune"), FR, fallback="Titre")
+    assert snippet.text == "La lune."
