@@ -867,6 +867,28 @@ def test_property_yamlish_frontmatter_parses(front, body):
     _check_note(f"---\n{front}\n---\n{body}")
 
 
+_OFFSETS = st.builds(
+    timezone, st.timedeltas(min_value=timedelta(hours=-23, minutes=-59), max_value=timedelta(hours=23, minutes=59))
+)
+
+
+_EDGE_DATETIMES = st.one_of(  # most of the range, and its first and last days, where offsets overflow
+    st.datetimes(timezones=st.one_of(st.none(), _OFFSETS)),
+    st.datetimes(max_value=datetime(1, 1, 2), timezones=st.one_of(st.none(), _OFFSETS)),
+    st.datetimes(min_value=datetime(9999, 12, 30), timezones=st.one_of(st.none(), _OFFSETS)),
+)
+
+
+@_PROPERTY_SETTINGS
+@given(_EDGE_DATETIMES, st.sampled_from(["T", " "]))
+def test_property_any_datetime_converts_to_utc(value, separator):
+    for candidate in (value, value.isoformat(separator), value.isoformat(separator).replace("+00:00", "Z")):
+        result = to_datetime(candidate)
+        assert result is not None
+        result.astimezone(UTC)
+        result.timestamp()
+
+
 @pytest.mark.parametrize("value", ["¹", "²⁰²⁴", "٢٠٢٤٠١٠٥", "１２３４５６７８９"])
 def test_unicode_digits_are_not_dates_and_never_raise(value):
     from notarium_search.parse import to_datetime
