@@ -6,7 +6,7 @@ import pytest
 
 from notarium_search import analysis
 from notarium_search.lexical.query import plan_query
-from notarium_search.models import Snippet
+from notarium_search.models import FeedFilter, Snippet
 from notarium_search.snippets import (
     MAX_CANDIDATES,
     SCAN_CHUNK_CHARS,
@@ -15,6 +15,7 @@ from notarium_search.snippets import (
     fold,
     make_snippets,
 )
+from tests.conftest import Vault
 
 FR = analysis.analyzers("fr")
 
@@ -122,6 +123,22 @@ def test_fold_takes_a_lone_surrogate_for_a_separator():
 def test_greek_and_cyrillic_words_are_not_candidates_for_an_ascii_query():
     text = "Η γάτα κοιμάται. " * MAX_CANDIDATES + "Кошка спит. Enfin la lune."
     assert highlighted(text, "lune") == ["lune"]
+
+
+# -- offsets are code points --
+
+
+def test_highlights_after_an_emoji_and_accents(vault: Vault):
+    vault.write("e.md", "---\nid: emoji\ntitle: Fête\n---\nCafé 🎉 éé — l'été arrive.\n")
+    service = vault.service()
+    try:
+        snippet = service.search("notes", "été", FeedFilter(), 10).results[0].snippets[0]
+    finally:
+        service.stop()
+    assert snippet.text == "Café 🎉 éé — l'été arrive."
+    assert [(r.start, r.end) for r in snippet.highlights] == [(14, 17)]
+    assert marked(snippet) == ["été"]
+    assert snippet.html == "Café 🎉 éé — l&#x27;<mark>été</mark> arrive."
 
 
 # -- a note with a title and no body --
