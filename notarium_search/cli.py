@@ -120,6 +120,7 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
 
     from notarium_search.lexical.store import IndexLocked
     from notarium_search.models import IndexProgress
+    from notarium_search.scan import SpaceUnavailable
     from notarium_search.space import Space, rate_and_eta
 
     configure_logging("warning", sys.stderr)
@@ -153,7 +154,7 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
             show(progress)
             if space.semantic is not None and not stop.is_set():
                 _embed(space, bar, settings)
-        except IndexLocked as exc:
+        except (IndexLocked, SpaceUnavailable) as exc:
             print(f"notarium-search: {exc}", file=sys.stderr)
             return 1
         finally:

@@ -23,7 +23,7 @@ from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.manifest import Entry, Manifest
 from notarium_search.models import IndexProgress, IndexState, ParsedNote, SourceFile
 from notarium_search.parse import NotANote, decode_note, parse_note
-from notarium_search.scan import scan_space, stat_paths
+from notarium_search.scan import check_root, scan_space, stat_paths
 from notarium_search.settings import Settings, SpaceConfig
 
 PARSER_VERSION = 5  # bump when parse/markdown output changes: forces a rebuild
@@ -74,7 +74,10 @@ class SpaceIndexer:
         """Index new and changed notes, drop deleted ones. Safe to interrupt:
         what was committed is recorded in the manifest, the rest is redone.
         `paths` (relative, from a watcher) limits the pass to those files when
-        it can: stat'ing 50,000 files takes over a second, one takes microseconds."""
+        it can: stat'ing 50,000 files takes over a second, one takes microseconds.
+        Raises scan.SpaceUnavailable, before anything is touched, when the
+        space's folder is not there: its notes are unknown, not deleted."""
+        check_root(self.space.path)
         progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
         progress.last_indexed = self.progress.last_indexed
         self.progress = progress
@@ -158,9 +161,10 @@ class SpaceIndexer:
         targeted = None if paths is None else self._stat_targeted(paths)
         if targeted is not None:
             return targeted
-        files = scan_space(self.space.path, self.space.include, self.space.exclude)
-        present = {f.rel_path for f in files}
-        return files, [p for p in self.manifest.entries if p not in present]
+        scan = scan_space(self.space.path, self.space.include, self.space.exclude)
+        present = {f.rel_path for f in scan.files}
+        # Under a folder that could not be listed, recorded notes are unknown: kept, not deleted.
+        return scan.files, [p for p in self.manifest.entries if p not in present and not p.startswith(scan.unreadable)]
 
     def _stat_targeted(self, paths: Collection[str]) -> tuple[list[SourceFile], list[str]] | None:
         surveyed = stat_paths(self.space.path, paths, self.space.include, self.space.exclude)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -13,6 +15,35 @@ import structlog
 from notarium_search.models import SourceFile
 
 log = structlog.get_logger(__name__)
+
+
+class SpaceUnavailable(RuntimeError):
+    """The space's folder is missing, not a folder, or cannot be listed (an
+    unmounted share, a missing bind mount): its notes are unknown, not
+    deleted, so nothing may be dropped from the index."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    files: list[SourceFile]  # sorted by path
+    unreadable: tuple[str, ...] = ()
+    """Folders (relative, ending in "/") that could not be listed: their
+    notes are unknown, not gone."""
+
+
+def check_root(root: Path) -> None:
+    """Raise SpaceUnavailable unless the space's folder is there and is a folder."""
+    try:
+        info = os.stat(root)
+    except FileNotFoundError as exc:
+        raise SpaceUnavailable(
+            f"the notes folder {root} is missing (an unmounted share or a missing mount?):"
+            " the index is kept as it is until the folder is back"
+        ) from exc
+    except OSError as exc:
+        raise SpaceUnavailable(f"the notes folder {root} cannot be reached: {exc.strerror}") from exc
+    if not stat.S_ISDIR(info.st_mode):
+        raise SpaceUnavailable(f"the notes folder {root} is not a folder: the index is kept as it is")
 
 
 @cache
@@ -44,12 +75,25 @@ def matches_any(rel_path: str, patterns: Iterable[str]) -> bool:
     return any(glob_regex(p).match(rel_path) for p in patterns)
 
 
-def scan_space(root: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -> list[SourceFile]:
+def scan_space(root: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -> Scan:
     """Every note file of the space, sorted by path. Hidden files and folders,
-    excluded folders and symlinks that lead outside the space are skipped."""
+    excluded folders and symlinks that lead outside the space are skipped; a
+    folder that cannot be listed is logged and named in `unreadable`. Raises
+    SpaceUnavailable when the space's folder itself is not there: os.walk
+    would find nothing, and every note would look deleted."""
+    check_root(root)
     root_real = Path(os.path.realpath(root))
     found: list[SourceFile] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    unreadable: list[str] = []
+
+    def unlisted(exc: OSError) -> None:
+        rel = os.path.relpath(exc.filename, root).replace(os.sep, "/") if exc.filename else "."
+        if rel == "." or rel.startswith("../"):  # the space's folder went away during the walk
+            raise SpaceUnavailable(f"the notes folder {root} cannot be listed: {exc.strerror}") from exc
+        unreadable.append(rel + "/")
+        log.warning("folder_unreadable", path=rel, reason=exc.strerror, kept="its notes stay indexed as they were")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted, followlinks=False):
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
         dirnames[:] = sorted(d for d in dirnames if _folder_kept(f"{rel_dir}{d}/", exclude))
@@ -61,7 +105,7 @@ def scan_space(root: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -
             if source is not None:
                 found.append(source)
     found.sort(key=lambda s: s.rel_path)
-    return found
+    return Scan(found, tuple(unreadable))
 
 
 def _stat(root_real: Path, abs_path: str, rel_path: str) -> SourceFile | None:
@@ -92,9 +136,13 @@ def stat_paths(
     missing: list[str] = []
     for rel_path in sorted(set(rel_paths)):
         abs_path = os.path.join(root, rel_path)
-        if not os.path.lexists(abs_path):
+        try:
+            os.lstat(abs_path)
+        except (FileNotFoundError, NotADirectoryError):
             missing.append(rel_path)
             continue
+        except OSError:
+            return None  # e.g. an unreadable folder: not known to be gone, and a full scan says why
         if os.path.isdir(abs_path) or os.path.realpath(os.path.dirname(abs_path)) != os.path.join(
             root_real, os.path.dirname(rel_path)
         ).rstrip("/"):

@@ -34,6 +34,7 @@ from notarium_search.models import (
     NoteSummary,
     SpaceStatus,
 )
+from notarium_search.scan import SpaceUnavailable
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.watch import SpaceWatcher
 
@@ -241,6 +242,10 @@ class Space:
         paths = self._take_pending()
         try:
             progress = self.run_reconcile(paths=paths)
+        except SpaceUnavailable:
+            # Logged and shown in status by run_reconcile; the retries see the folder come back.
+            self._retry_later()
+            return
         except Exception:
             self._retry_later()
             raise
@@ -258,6 +263,15 @@ class Space:
         """One reconcile pass on the calling thread (the writer thread, or the CLI)."""
         try:
             progress = self.indexer.reconcile(self.stop_event, on_progress, paths)
+        except SpaceUnavailable as exc:
+            # Nothing was touched: searches answer from the index as it was
+            # (flagged partial), and the next pass, once the folder is back,
+            # finds only what changed meanwhile.
+            log.error("space_folder_unavailable", space=self.name, path=str(self.config.path), error=str(exc))
+            self._failure = str(exc)
+            self.indexer.progress.state = IndexState.FAILED
+            self._ready.set()
+            raise
         except IndexLocked as exc:
             log.error("space_index_locked", space=self.name, error=str(exc))
             self._failure = str(exc)
@@ -289,7 +303,17 @@ class Space:
         deleted seconds before): answers never name a vanished file (a stat
         costs ~6 µs at 10,000 notes), and a vanished one triggers a reconcile
         in case the watcher missed it."""
-        if os.path.lexists(self.config.path / note.path):
+        try:
+            os.lstat(self.config.path / note.path)
+            return True
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError:
+            return True  # an unreadable folder: its notes are kept in the index (scan.py), so in answers too
+        if not os.path.isdir(self.config.path):
+            # The whole folder is away (an unmounted share), not this note: the
+            # index is kept for that case, so answers keep coming from it
+            # (partial, status says why) and the retries follow the folder.
             return True
         self.request_reindex(paths=(note.path,))
         return False

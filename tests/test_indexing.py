@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from notarium_search.lexical import search as lexical
 from notarium_search.models import FeedFilter, IndexState
+from notarium_search.scan import SpaceUnavailable
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
 from notarium_search.space import BUILDING_MESSAGE
@@ -394,3 +397,123 @@ def test_a_reported_path_is_filtered_like_a_scan(vault: Vault, tmp_path: Path):
     assert progress.indexed == 0
     assert {p.id for p in lexical.all_payloads(space.lexical)} == {"a"}
     service.stop()
+
+
+def test_a_vanished_space_folder_keeps_the_index(vault: Vault, caplog: pytest.LogCaptureFixture):
+    """An unmounted share or a missing bind mount looks, to a walk, like a
+    space whose notes were all deleted: the index must wait for it instead."""
+    for name in ("a", "b", "c"):
+        vault.write(f"{name}.md", note(name, "texte commun"))
+    service = vault.service()
+    space = service.spaces["notes"]
+    manifest = vault.index_dir / "notes" / "manifest.json"
+    saved = manifest.read_bytes()
+    folder = vault.root / "notes"
+    folder.rename(vault.root / "away")
+    for paths in (None, {"a.md"}):  # a full pass, and one over a watcher's report
+        with pytest.raises(SpaceUnavailable, match="is missing"):
+            space.run_reconcile(paths=paths)
+    response = service.search("notes", "commun", NO_FILTER, 10)
+    assert (sorted(ids(response)), response.partial) == (["a", "b", "c"], True)
+    status = space.status()
+    assert status.lexical.state == IndexState.FAILED
+    assert f"the notes folder {folder} is missing" in (status.lexical.error or "")
+    assert status.notes == 3
+    assert manifest.read_bytes() == saved
+    logged = [r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg["event"] == "space_folder_unavailable"]
+    assert logged
+    assert logged[0]["level"] == "error"
+
+    # A file in its place is no better.
+    folder.write_text("pas un dossier")
+    with pytest.raises(SpaceUnavailable, match="is not a folder"):
+        space.run_reconcile()
+    folder.unlink()
+
+    (vault.root / "away").rename(folder)
+    progress = space.run_reconcile()
+    assert (progress.indexed, progress.deleted) == (0, 0)  # nothing to redo
+    status = space.status()
+    assert (status.lexical.state, status.lexical.error, status.notes) == (IndexState.READY, None, 3)
+    assert not service.search("notes", "commun", NO_FILTER, 10).partial
+    service.stop()
+
+
+def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    import notarium_search.space as space_module
+
+    monkeypatch.setattr(space_module, "RETRY_FIRST_SECONDS", 0.2)  # the retry delay, not the behaviour
+    for name in ("a", "b", "c"):
+        vault.write(f"{name}.md", note(name, "texte commun"))
+    service = Service(vault.settings(watch=False, reconcile_interval=0))  # only the retries can see it back
+    service.start()
+    space = service.spaces["notes"]
+    try:
+        assert space.wait_ready(30)
+        folder = vault.root / "notes"
+        folder.rename(vault.root / "away")
+        space.request_reindex()
+        assert wait_for(lambda: "is missing" in (space.status().lexical.error or ""))
+        assert wait_for(lambda: "retrying in" in (space.status().lexical.error or ""))
+        assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]
+        (vault.root / "away").rename(folder)
+        vault.write("d.md", note("d", "texte commun"))  # changed while it was away
+        assert wait_for(lambda: space.status().lexical.state == IndexState.READY)
+        assert space.status().lexical.error is None
+        assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c", "d"]
+    finally:
+        service.stop()
+
+
+def permissions_enforced(tmp_path: Path) -> bool:
+    """Root (os.geteuid() == 0, as in CI) lists a chmod 000 folder anyway,
+    unless it runs without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH: ask the system."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    probe.chmod(0)
+    try:
+        os.listdir(probe)
+    except PermissionError:
+        return True
+    finally:
+        probe.chmod(0o755)
+        probe.rmdir()
+    return False
+
+
+def test_an_unreadable_folder_keeps_its_notes(vault: Vault, tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    if os.geteuid() == 0 and not permissions_enforced(tmp_path):
+        pytest.skip("running as root: a chmod 000 folder stays readable")
+    vault.write("a.md", note("a", "texte commun"))
+    vault.write("privé/b.md", note("b", "texte commun"))
+    vault.write("privé/sous/c.md", note("c", "texte commun"))
+    service = vault.service()
+    space = service.spaces["notes"]
+    locked = vault.root / "notes" / "privé"
+    locked.chmod(0)
+    try:
+        for paths in (None, {"privé/b.md"}):  # a full pass, and one over a watcher's report
+            progress = space.run_reconcile(paths=paths)
+            assert progress.deleted == 0
+        assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]
+        assert space.status().lexical.error is None  # the space works; the log names the folder
+        logged = [r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg["event"] == "folder_unreadable"]
+        assert logged
+        assert logged[0]["path"] == "privé"
+        assert "Permission denied" in logged[0]["reason"]
+    finally:
+        locked.chmod(0o755)
+    vault.remove("privé/b.md")
+    progress = space.run_reconcile()
+    assert progress.deleted == 1  # readable again: a real deletion is seen
+    assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "c"]
+    service.stop()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
