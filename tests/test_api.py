@@ -225,11 +225,11 @@ def test_dates_beyond_the_index_range_are_answered(client):
 @pytest.mark.parametrize(
     "raw",
     [
-        b"[99999999999,\"x\"]",  # version 1 (seconds, id): from before the feed key
-        b"[2,99999999999999999999999,\"x\"]",  # beyond i64
-        b"[2,9223372036854775807,\"x\"]",  # beyond the dates Tantivy holds
-        b"[2,-9223372036854775808,\"x\"]",
-        b"[3,0,\"x\"]",  # a version we never issued
+        b'[99999999999,"x"]',  # version 1 (seconds, id): from before the feed key
+        b'[2,99999999999999999999999,"x"]',  # beyond i64
+        b'[2,9223372036854775807,"x"]',  # beyond the dates Tantivy holds
+        b'[2,-9223372036854775808,"x"]',
+        b'[3,0,"x"]',  # a version we never issued
         b"[2,0]",
         b"{}",
     ],
