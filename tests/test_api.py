@@ -375,3 +375,17 @@ def test_status_while_building_says_so(vault: Vault):
         final = client.get("/spaces/notes/status").json()
         assert final["notes"] == 300
         assert final["lexical"]["indexed"] == final["lexical"]["total"] == 300
+
+
+def test_until_a_bare_date_takes_the_whole_day(vault: Vault):
+    vault.write("afternoon.md", fm("afternoon", "Une note.", updated="2024-05-01T15:30:00+00:00"))
+    service = vault.service()
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+
+        def feed(**params: str) -> list[str]:
+            return [n["id"] for n in client.get("/spaces/notes/feed", params=params).json()["items"]]
+
+        assert feed(since="2024-05-01", until="2024-05-01") == ["afternoon"]
+        assert feed(until="20240501") == ["afternoon"]
+        assert feed(until="2024-04-30") == []
+        assert feed(until="2024-05-01T15:00:00Z") == []  # a time is taken as written

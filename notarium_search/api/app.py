@@ -123,7 +123,7 @@ def feed(
         folder=folder,
         tags=_tags(tag),
         since=date_parameter("since", since),
-        until=date_parameter("until", until),
+        until=date_parameter("until", until, end_of_day=True),
         collections=_names(collection),
     )
     page = state.service.feed(space, q, filters, limit, cursor)
