@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import UTC, date, datetime, timedelta, timezone
+from pathlib import Path
 
 import frontmatter
 import pytest
@@ -896,3 +897,14 @@ def test_unicode_digits_are_not_dates_and_never_raise(value):
     assert to_datetime(value) is None
     note = parse(fm(created=f'"{value}"'))
     assert note.created == MTIME
+
+
+def test_notes_doc_names_every_date_field_and_default_exclusion():
+    """docs/notes.md says where each date comes from and what is never read: kept in step."""
+    from notarium_search import parse
+    from notarium_search.settings import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+
+    doc = (Path(__file__).parent.parent / "docs" / "notes.md").read_text()
+    for key in (*parse._CREATED_KEYS, *parse._UPDATED_KEYS, *DEFAULT_EXCLUDE, *DEFAULT_INCLUDE):
+        assert f"`{key}`" in doc, key
+    assert f"{parse.BINARY_SNIFF_BYTES // 1024} KiB" in doc
