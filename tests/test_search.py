@@ -215,6 +215,19 @@ def test_snippet_html_escapes_note_text(vault: Vault):
         service.stop()
 
 
+def test_a_note_without_body_shows_its_title(vault: Vault):
+    vault.write("vide.md", "---\nid: vide\ntitle: Résilience opérationnelle\n---\n")
+    for i in range(12):  # deep hits get their snippets later, through fusion: both paths
+        vault.write(f"n{i}.md", f"---\nid: n{i}\n---\nrésilience {i}\n")
+    service = vault.service()
+    try:
+        hits = {h.note.id: h for h in service.search("notes", "résilience", NO_FILTER, 20).results}
+        (snippet,) = hits["vide"].snippets
+        assert snippet.html == "<mark>Résilience</mark> opérationnelle"
+    finally:
+        service.stop()
+
+
 def test_up_to_three_snippets_for_a_long_note(vault: Vault):
     filler = "Du texte sans rapport pour séparer les passages. " * 12
     body = f"Premier passage sur la lune. {filler} Deuxième passage sur la lune. {filler} Troisième lune. {filler} lune"

@@ -67,8 +67,10 @@ def search(
         if rank < snippet_depth or rank < phrase_depth:
             payload = decode_payload(raw)
             exact = holds_phrase is not None and rank < phrase_depth and holds_phrase(payload.title, payload.text)
-            snippets = make_snippets(payload.text, terms, index.analyzers) if rank < snippet_depth else ()
-            later = partial(make_snippets, payload.text, terms, index.analyzers) if with_snippets else None
+            # A note with a title and no body (yet) shows its title as its snippet.
+            cut = partial(make_snippets, payload.text, terms, index.analyzers, fallback=payload.title)
+            snippets = cut() if rank < snippet_depth else ()
+            later = cut if with_snippets else None
             hits.append(ChannelHit(payload.summary(), float(score), snippets, exact=exact, more_snippets=later))
         else:  # deep: fusion will drop most of these, so only the note's head is decoded now
             later = partial(_snippets_of, raw, terms, index.analyzers) if with_snippets else None
@@ -220,7 +222,8 @@ def _raw_payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> byt
 
 
 def _snippets_of(raw: bytes, terms: HighlightTerms, analyzers: Analyzers) -> tuple[Snippet, ...]:
-    return make_snippets(decode_payload(raw).text, terms, analyzers)
+    payload = decode_payload(raw)
+    return make_snippets(payload.text, terms, analyzers, fallback=payload.title)
 
 
 def _conjunction(clauses: list[tuple[Occur, Query]]) -> Query:
