@@ -44,6 +44,15 @@ def index_fingerprint(space: SpaceConfig, settings: Settings) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """What the next pass over every file would do."""
+
+    files: int  # note files on disk (include/exclude applied)
+    changed: int  # new or changed since they were indexed: read at the next pass
+    gone: int  # still in the index, their file deleted: dropped at the next pass
+
+
 @dataclass(slots=True)
 class _Read:
     entry: Entry
@@ -142,6 +151,14 @@ class SpaceIndexer:
         # A note moved (same frontmatter id, new path) was deleted and re-added in
         # this pass: later stages keep its vectors and links instead of redoing them.
         progress.deleted_ids -= progress.changed_ids
+
+    def pending(self) -> Pending:
+        """Compare the files with the manifest, stat only (nothing read or
+        written, so safe beside a running writer): the honest answer to "is
+        this index complete?" whether the last pass was interrupted, crashed,
+        or files changed since. Raises scan.SpaceUnavailable like a pass."""
+        files, gone = self._survey(None)
+        return Pending(files=len(files), changed=len(self._to_read(files)), gone=len(gone))
 
     def _apply_isolated(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
         """One bad file never stops the scan: an unexpected error skips it."""

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from notarium_search.service import Service
 from tests.conftest import Vault
 
 
-def run(args: list[str], vault: Vault, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], vault: Vault, tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
     env.pop("NOTARIUM_CONFIG", None)
+    env.update(extra_env)
     return subprocess.run(
         [sys.executable, "-m", "notarium_search", *args], env=env, capture_output=True, text=True, timeout=120
     )
@@ -45,12 +49,53 @@ def test_index_search_status(vault: Vault, tmp_path: Path):
     assert "Titre" in table.stdout
 
     status = json.loads(run(["status", "--json"], vault, tmp_path).stdout)
-    assert status == [
-        {"space": "notes", "path": str(vault.root / "notes"), "notes": 30, "skipped": 0, "state": "indexed"}
-    ]
+    (row,) = status["spaces"]
+    assert datetime.fromisoformat(row.pop("last_indexed")).tzinfo is not None
+    assert row == {
+        "space": "notes",
+        "path": str(vault.root / "notes"),
+        "notes": 30,
+        "skipped": 0,
+        "state": "complete",
+        "files": 30,
+        "to_index": 0,
+        "to_delete": 0,
+        "detail": None,
+    }
 
     full = run(["index", "notes", "--full"], vault, tmp_path)
     assert "30 notes, 30 indexed" in full.stdout
+
+
+def test_status_tells_a_partial_index_from_a_complete_one(vault: Vault, tmp_path: Path):
+    """An interrupted `index` once left `status` saying "indexed 12 notes" as
+    if that were all of them."""
+    for i in range(30):
+        vault.write(f"n{i:02}.md", f"---\nid: n{i}\n---\ntexte commun {i}\n")
+    service = Service(vault.settings(index_dir=tmp_path / "index", commit_every=5))
+    space = service.spaces["notes"]
+    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
+    service.stop()
+
+    text = run(["status"], vault, tmp_path, GRAPH_BOOST="1")
+    assert text.returncode == 0, text.stderr
+    assert "vector search (VECTOR_SEARCH): off, graph boost (GRAPH_BOOST): on" in text.stdout
+    line = next(line for line in text.stdout.splitlines() if line.startswith("notes "))
+    assert re.search(r"notes\s+partial\s+12 notes  last indexed \d{4}-\d\d-\d\dT", line), line
+    assert "18 of 30 files new or changed since indexed: run `notarium-search index notes`" in text.stdout
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path).stdout)["spaces"]
+    assert (row["state"], row["notes"], row["files"], row["to_index"], row["to_delete"]) == ("partial", 12, 30, 18, 0)
+
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    report = json.loads(run(["status", "--json"], vault, tmp_path).stdout)
+    assert (report["vector_search"], report["graph_boost"], report["spaces_root"]) == (False, False, str(vault.root))
+    assert (report["spaces"][0]["state"], report["spaces"][0]["notes"]) == ("complete", 30)
+    # Changes made while nothing runs count too: a deletion, an edit.
+    vault.remove("n00.md")
+    vault.write("n01.md", "---\nid: n1\n---\ntexte modifié\n")
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path).stdout)["spaces"]
+    assert (row["state"], row["to_index"], row["to_delete"]) == ("partial", 1, 1)
+    assert row["detail"].startswith("1 of 29 files new or changed since indexed; 1 deleted files still in the index")
 
 
 def test_folders_that_are_not_spaces_are_reported(vault: Vault, tmp_path: Path):
