@@ -35,6 +35,8 @@ def test_index_search_status(vault: Vault, tmp_path: Path):
     indexed = run(["index", "notes"], vault, tmp_path)
     assert indexed.returncode == 0, indexed.stderr
     assert "notes: 30 notes, 30 indexed" in indexed.stdout
+    # The progress bar: done/total, the rate in notes/s, then the time remaining (0:00:00 once done).
+    assert re.search(r"30/30 [\d,]+ notes/s \d+:\d\d:\d\d", indexed.stdout), indexed.stdout
 
     again = run(["index", "notes"], vault, tmp_path)
     assert "30 notes, 0 indexed" in again.stdout

@@ -12,7 +12,7 @@ import pytest
 
 from notarium_search.lexical import search as lexical
 from notarium_search.models import FeedFilter, IndexState
-from notarium_search.scan import SpaceUnavailable
+from notarium_search.scan import SpaceUnavailable, scan_space
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
 from notarium_search.space import BUILDING_MESSAGE
@@ -104,7 +104,7 @@ def test_a_note_takes_its_id_back_when_the_holder_goes(vault: Vault):
     service.stop()
 
 
-def test_bad_files_are_skipped_or_indexed_never_fatal(vault: Vault):
+def test_bad_files_are_skipped_or_indexed_never_fatal(vault: Vault, caplog: pytest.LogCaptureFixture):
     vault.write("bom.md", "\ufeff---\ntitle: Avec BOM\ntags: a, b\n---\ncorps avec bom\n")
     vault.write("latin1.md", "caf\xe9 cr\xe8me".encode("latin-1"))
     vault.write("binary.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00binaire")
@@ -122,6 +122,14 @@ def test_bad_files_are_skipped_or_indexed_never_fatal(vault: Vault):
     assert (hit.note.title, hit.note.tags) == ("Avec BOM", ("a", "b"))
     assert ids(service.search("notes", "cassé", NO_FILTER, 10)) == ["broken.md"]
     assert ids(service.search("notes", "impossible", NO_FILTER, 10)) == ["baddate.md"]
+    # Each is said in the log, with the file and the reason (structlog's event dicts, as records).
+    logged = {(e["event"], e.get("path")): e for e in (r.msg for r in caplog.records) if isinstance(e, dict)}
+    broken = logged[("note_warning", "broken.md")]
+    assert (broken["level"], broken["space"]) == ("warning", "notes")
+    assert broken["warning"] == "malformed frontmatter (ParserError): indexed as body text"
+    assert "'created'" in logged[("note_warning", "baddate.md")]["warning"]
+    assert "not UTF-8" in logged[("note_skipped", "latin1.md")]["reason"]
+    assert "binary" in logged[("note_skipped", "binary.md")]["reason"]
     # A skipped file that becomes valid is indexed at the next pass.
     vault.write("latin1.md", "café crème")
     service.spaces["notes"].run_reconcile()
@@ -154,6 +162,45 @@ def test_hidden_excluded_and_outside_symlinks_are_not_indexed(vault: Vault, tmp_
     os.symlink(outside, vault.root / "notes" / "link.md")
     service = vault.service()
     assert ids(service.search("notes", "visible", NO_FILTER, 10)) == ["ok"]
+    service.stop()
+
+
+def test_include_and_exclude_globs_choose_the_notes(tmp_path: Path):
+    """`*` stays in one folder, `**/` spans any number (none included), a
+    pattern is anchored at the space's root, and hidden folders (.git) are
+    skipped even when `exclude` no longer lists them."""
+    notes = tmp_path / "notes"
+    kept = ["a.md", "projets/b.md", "projets/drafts/c.md", "projets/x/y/d.md"]
+    dropped = [
+        "journal/e.md",  # "*.md" does not reach into folders
+        "projets/f.txt",  # not *.md
+        "drafts/g.md",  # drafts/**
+        "drafts/deep/h.md",
+        "projets/archive/i.md",  # **/archive/**
+        "projets/x/archive/j.md",
+        ".git/k.md",  # hidden folder
+        "projets/.cache/l.md",
+        "projets/.m.md",  # hidden file
+    ]
+    for rel in kept + dropped:
+        (notes / rel).parent.mkdir(parents=True, exist_ok=True)
+        (notes / rel).write_text(note(rel.replace("/", "-").replace(".", "-"), "texte commun"), encoding="utf-8")
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'index_dir = "{tmp_path / "index"}"\n[spaces.notes]\npath = "{notes}"\n'
+        'include = ["*.md", "projets/**/*.md"]\nexclude = ["drafts/**", "**/archive/**"]\n'
+    )
+    settings = load_settings(config, env={})
+    (space_config,) = settings.spaces
+    assert [f.rel_path for f in scan_space(notes, space_config.include, space_config.exclude).files] == sorted(kept)
+    service = Service(settings)
+    space = service.spaces["notes"]
+    space.run_reconcile()
+    assert sorted(p.path for p in lexical.all_payloads(space.lexical)) == sorted(kept)
+    # A watcher's report is filtered the same way.
+    for rel in dropped:
+        (notes / rel).write_text(note("changed", "modifié"), encoding="utf-8")
+    assert space.run_reconcile(paths=set(dropped)).indexed == 0
     service.stop()
 
 
