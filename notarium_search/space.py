@@ -34,7 +34,7 @@ from notarium_search.models import (
     NoteSummary,
     SpaceStatus,
 )
-from notarium_search.scan import SpaceUnavailable
+from notarium_search.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.watch import SpaceWatcher
 
@@ -217,6 +217,15 @@ class Space:
         """Every note read again into an emptied index (a full reindex, or a
         repair), then the vectors and links brought in line with all of them
         (unchanged fragments keep their vectors; vanished notes go)."""
+        try:
+            check_root(self.config.path)
+        except SpaceUnavailable as exc:
+            # Emptied now, the index would answer nothing until the folder is
+            # back: it is kept, and a pass follows once the folder returns.
+            self._folder_unavailable(exc)
+            self._repair_queued.clear()  # a read that meets the damage again asks again
+            self._retry_later()
+            return
         # The emptied manifest is saved before anything is deleted: killed at any
         # point after this, the next start finds no trustworthy record and
         # rebuilds from the files (a saved full manifest beside a committed
@@ -264,13 +273,7 @@ class Space:
         try:
             progress = self.indexer.reconcile(self.stop_event, on_progress, paths)
         except SpaceUnavailable as exc:
-            # Nothing was touched: searches answer from the index as it was
-            # (flagged partial), and the next pass, once the folder is back,
-            # finds only what changed meanwhile.
-            log.error("space_folder_unavailable", space=self.name, path=str(self.config.path), error=str(exc))
-            self._failure = str(exc)
-            self.indexer.progress.state = IndexState.FAILED
-            self._ready.set()
+            self._folder_unavailable(exc)
             raise
         except IndexLocked as exc:
             log.error("space_index_locked", space=self.name, error=str(exc))
@@ -289,6 +292,15 @@ class Space:
         if progress.state == IndexState.READY:
             self._ready.set()
         return progress
+
+    def _folder_unavailable(self, exc: SpaceUnavailable) -> None:
+        """Nothing was touched: searches answer from the index as it was
+        (flagged partial), and the next pass, once the folder is back, finds
+        only what changed meanwhile."""
+        log.error("space_folder_unavailable", space=self.name, path=str(self.config.path), error=str(exc))
+        self._failure = str(exc)
+        self.indexer.progress.state = IndexState.FAILED
+        self._ready.set()
 
     # -- readers ----------------------------------------------------------
 

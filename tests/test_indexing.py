@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -502,6 +503,15 @@ def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, 
         space.request_reindex()
         assert wait_for(lambda: "is missing" in (space.status().lexical.error or ""))
         assert wait_for(lambda: "retrying in" in (space.status().lexical.error or ""))
+        assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]
+        # Nor does a full reindex asked meanwhile empty the index first.
+        manifest = vault.index_dir / "notes" / "manifest.json"
+        saved = manifest.read_bytes()
+        service.reindex("notes", full=True)
+        done = threading.Event()
+        space._jobs.put(done.set)  # the writer runs its jobs in order: this one runs after the reindex
+        assert done.wait(15)
+        assert manifest.read_bytes() == saved  # emptied, a restart now would drop the whole index
         assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]
         (vault.root / "away").rename(folder)
         vault.write("d.md", note("d", "texte commun"))  # changed while it was away
