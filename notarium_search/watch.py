@@ -15,6 +15,7 @@ off, the space is reconciled every `reconcile_interval` seconds instead, and
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,8 @@ from watchfiles import DefaultFilter, watch
 MAX_BURST_MS = 3000
 # How often the watch loop looks at the stop flag while nothing happens.
 STOP_CHECK_MS = 500
+# How often a watcher whose folder went away (deleted, unmounted) looks for it.
+FOLDER_BACK_CHECK_SECONDS = 1.0
 
 log = structlog.get_logger(__name__)
 
@@ -37,6 +40,15 @@ class _NoteFilter(DefaultFilter):
 
     def __init__(self) -> None:
         super().__init__(ignore_dirs=(*DefaultFilter.ignore_dirs, ".obsidian", ".trash"))
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """(device, inode) of the folder; None when it is not there as a folder."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
 
 
 class SpaceWatcher:
@@ -70,17 +82,39 @@ class SpaceWatcher:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        if self.enabled:
+        if not self.enabled:
+            self._poll("watching is off")
+            return
+        catch_up = False
+        while not self._stop.is_set():
+            if _identity(self.root) is None:
+                if not self._wait_for_folder():
+                    return
+                catch_up = True
             try:
-                self._watch()
-                return
+                self._watch(catch_up)
             except Exception as exc:  # noqa: BLE001 - any watcher failure: fall back to polling, never stop serving
                 log.warning("watch_unavailable", space=self.name, error=str(exc))
                 self._poll(f"watching failed: {exc}")
                 return
-        self._poll("watching is off")
+            catch_up = True  # the folder went or was replaced: what changed meanwhile is unknown
 
-    def _watch(self) -> None:
+    def _wait_for_folder(self) -> bool:
+        """The folder went (deleted, unmounted): say so, and wait for it to be
+        back. False when told to stop meanwhile."""
+        self.mode = "waiting for the notes folder to come back"
+        log.warning("watch_ended", space=self.name, path=str(self.root))
+        self.on_change(None)  # the pass finds the folder missing and reports it
+        while _identity(self.root) is None:
+            if self._stop.wait(FOLDER_BACK_CHECK_SECONDS):
+                return False
+        return True
+
+    def _watch(self, catch_up: bool) -> None:
+        """Watch until stopped or until the folder goes; `catch_up`: the folder
+        was away, so once watched again every file is looked at (what changed
+        meanwhile)."""
+        watched = _identity(self.root)
         changes = watch(
             self.root,
             watch_filter=_NoteFilter(),
@@ -93,12 +127,18 @@ class SpaceWatcher:
         )
         self.mode = "watching"
         log.info("watching", space=self.name, path=str(self.root))
+        if catch_up:
+            self.on_change(None)
         for batch in changes:
             if self._stop.is_set():
                 return
             if batch:
                 log.debug("files_changed", space=self.name, changes=len(batch))
                 self.on_change(self._relative({path for _, path in batch}))
+            # A deleted (or unmounted, or replaced) folder leaves the watch on
+            # the old one, silent for good: checked at each quiet tick.
+            if _identity(self.root) != watched:
+                return
 
     def _poll(self, why: str) -> None:
         if self.fallback_seconds <= 0:

@@ -4,6 +4,7 @@ and nothing stale or half-written stays behind."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 
@@ -124,3 +125,34 @@ def test_reindex_full_rebuilds_from_the_files(vault: Vault, live: Service):
     time.sleep(0.2)
     eventually(lambda: live.spaces["notes"].status().message is None and found(live, "cerise") == ["c"])
     assert live.spaces["notes"].status().notes == 2
+
+
+def test_watching_resumes_after_the_folder_goes_and_comes_back(vault: Vault, live: Service):
+    """A deleted or unmounted space folder ends the watch loop by itself: the
+    watcher must wait for the folder and watch it again, not fall silent."""
+    root = vault.root / "notes"
+    space = live.spaces["notes"]
+    shutil.rmtree(root)
+    eventually(lambda: space.status().lexical.error is not None)  # said, and the index kept
+    assert found(live, "premier") == ["start"]
+    root.mkdir()
+    vault.write("start.md", note("start", "premier"))
+    vault.write("back.md", note("back", "retour"))
+    eventually(lambda: found(live, "retour") == ["back"] and space.status().watch == "watching")
+    vault.write("later.md", note("later", "ensuite"))  # seen by the new watch, not by a poll
+    eventually(lambda: found(live, "ensuite") == ["later"])
+
+
+def test_a_folder_replaced_in_one_move_is_watched_again(vault: Vault, live: Service):
+    """A sync tool may swap the whole folder (rename a fresh copy over it):
+    the old watch would see nothing more."""
+    root = vault.root / "notes"
+    fresh = vault.root / "fresh"
+    fresh.mkdir()
+    (fresh / "start.md").write_text(note("start", "premier"))
+    (fresh / "swap.md").write_text(note("swap", "echange"))
+    shutil.rmtree(root)
+    os.replace(fresh, root)
+    eventually(lambda: found(live, "echange") == ["swap"])
+    vault.write("after.md", note("after", "apres"))
+    eventually(lambda: found(live, "apres") == ["after"])
