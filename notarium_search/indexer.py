@@ -26,7 +26,7 @@ from notarium_search.parse import NotANote, decode_note, parse_note
 from notarium_search.scan import check_root, scan_space, stat_paths
 from notarium_search.settings import Settings, SpaceConfig
 
-PARSER_VERSION = 5  # bump when parse/markdown output changes: forces a rebuild
+PARSER_VERSION = 6  # bump when parse/markdown output changes: forces a rebuild
 # Intermediate commits make a build searchable early, but each one leaves a
 # Tantivy segment, and segments slow every query (tantivy-py cannot force a
 # merge). The first commit comes quickly; the interval then doubles.

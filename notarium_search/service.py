@@ -35,7 +35,7 @@ from notarium_search.models import (
     SearchResponse,
     SpaceStatus,
 )
-from notarium_search.settings import SPACE_NAME_RE, Settings
+from notarium_search.settings import Settings, valid_space_name
 from notarium_search.space import Space
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class Service:
     def space(self, name: str) -> Space:
         space = self.spaces.get(name)
         if space is None:
-            shown = name if SPACE_NAME_RE.match(name) and len(name) <= 64 else "(invalid name)"
+            shown = name if valid_space_name(name) and len(name) <= 64 else "(invalid name)"
             raise UnknownSpace(f"no space named {shown}; GET /spaces lists them")
         return space
 
