@@ -23,7 +23,7 @@ from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.manifest import Entry, Manifest
 from notarium_search.models import IndexProgress, IndexState, ParsedNote, SourceFile
 from notarium_search.parse import NotANote, decode_note, parse_note
-from notarium_search.scan import check_root, scan_space, stat_paths
+from notarium_search.scan import SpaceUnavailable, check_root, scan_space, stat_paths
 from notarium_search.settings import Settings, SpaceConfig
 
 PARSER_VERSION = 6  # bump when parse/markdown output changes: forces a rebuild
@@ -179,6 +179,16 @@ class SpaceIndexer:
         if targeted is not None:
             return targeted
         scan = scan_space(self.space.path, self.space.include, self.space.exclude)
+        if not scan.files and self.manifest.entries:
+            # What an unmounted share looks like from its empty mount point. Taken
+            # for "every note deleted", it would cost a whole rebuild (and every
+            # embedding) once the share is back; a full reindex empties the index
+            # when that is really wanted (it starts from an empty manifest).
+            raise SpaceUnavailable(
+                f"the notes folder {self.space.path} holds no note while the index holds"
+                f" {len(self.manifest.entries)} (an empty mount point?): the index is kept; if every note"
+                f" was really deleted, POST /spaces/{self.space.name}/reindex?full=1 empties it"
+            )
         present = {f.rel_path for f in scan.files}
         # Under a folder that could not be listed, recorded notes are unknown: kept, not deleted.
         return scan.files, [p for p in self.manifest.entries if p not in present and not p.startswith(scan.unreadable)]

@@ -111,6 +111,7 @@ class Space:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._failure: str | None = None
+        self._folder_away = False  # the last pass found the notes folder missing or empty
 
     # -- writer thread ----------------------------------------------------
 
@@ -288,6 +289,7 @@ class Space:
             self._ready.set()  # searches answer from the last commit, flagged as partial
             raise
         self._failure = None
+        self._folder_away = False
         self.graph.after_lexical(progress.changed_ids, progress.deleted_ids)
         if progress.state == IndexState.READY:
             self._ready.set()
@@ -299,6 +301,7 @@ class Space:
         only what changed meanwhile."""
         log.error("space_folder_unavailable", space=self.name, path=str(self.config.path), error=str(exc))
         self._failure = str(exc)
+        self._folder_away = True
         self.indexer.progress.state = IndexState.FAILED
         self._ready.set()
 
@@ -322,7 +325,7 @@ class Space:
             pass
         except OSError:
             return True  # an unreadable folder: its notes are kept in the index (scan.py), so in answers too
-        if not os.path.isdir(self.config.path):
+        if self._folder_away or not os.path.isdir(self.config.path):
             # The whole folder is away (an unmounted share), not this note: the
             # index is kept for that case, so answers keep coming from it
             # (partial, status says why) and the retries follow the folder.

@@ -16,7 +16,7 @@ from notarium_search.models import FeedFilter, IndexState
 from notarium_search.scan import SpaceUnavailable, scan_space
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
-from notarium_search.space import BUILDING_MESSAGE
+from notarium_search.space import BUILDING_MESSAGE, Space
 from tests.conftest import Vault, ids
 
 NO_FILTER = FeedFilter()
@@ -485,6 +485,35 @@ def test_a_vanished_space_folder_keeps_the_index(vault: Vault, caplog: pytest.Lo
     assert (status.lexical.state, status.lexical.error, status.notes) == (IndexState.READY, None, 3)
     assert not service.search("notes", "commun", NO_FILTER, 10).partial
     service.stop()
+
+
+def test_an_empty_mount_point_keeps_the_index_until_a_full_reindex(vault: Vault):
+    """An unmounted share usually leaves its mount point: an empty folder. Read
+    as "every note deleted", it would cost every note and embedding again."""
+    for name in ("a", "b"):
+        vault.write(f"{name}.md", note(name, "texte commun"))
+    service = vault.service()
+    space = service.spaces["notes"]
+    folder = vault.root / "notes"
+    folder.rename(vault.root / "share")
+    folder.mkdir()
+    with pytest.raises(SpaceUnavailable, match="holds no note while the index holds 2"):
+        space.run_reconcile()
+    assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b"]
+    assert "reindex?full=1" in (space.status().lexical.error or "")
+    folder.rmdir()
+    (vault.root / "share").rename(folder)
+    assert space.run_reconcile().deleted == 0
+    # Deleting every note one by one (a watcher's report) is taken as said,
+    # and so is a full reindex of a folder really emptied.
+    vault.remove("a.md")
+    assert space.run_reconcile(paths={"a.md"}).deleted == 1
+    vault.remove("b.md")
+    service.stop()
+    rebuilt = Space(space.config, service.settings, rebuild=True)  # `notarium-search index notes --full`
+    rebuilt.run_reconcile()
+    assert rebuilt.status().notes == 0
+    rebuilt.stop()
 
 
 def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, monkeypatch: pytest.MonkeyPatch):
