@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import tantivy
 
-from notarium_search.analysis import Analyzers
+from notarium_search.analysis import MAX_TOKEN_CHARS, Analyzers
 from notarium_search.models import NoteSummary, ParsedNote, WikiLink
 from notarium_search.parse import flatten_meta
 
@@ -34,7 +34,8 @@ FEED_TIE_BITS = 19
 
 
 def fingerprint(language: str) -> str:
-    return f"lexical-v{SCHEMA_VERSION}-{language}"
+    """Part of the index fingerprint: what decides which terms are indexed."""
+    return f"lexical-v{SCHEMA_VERSION}-{language}-max{MAX_TOKEN_CHARS}"
 
 
 def build_schema(analyzers: Analyzers) -> tantivy.Schema:
