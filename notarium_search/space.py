@@ -147,7 +147,7 @@ class Space:
         """The model is loaded: build or open the vectors (on the writer thread)."""
         if self.semantic is not None:
             semantic = self.semantic
-            self._jobs.put(lambda: semantic.attach(embedder))
+            self._jobs.put(lambda: semantic.attach(embedder, in_slices=True))
 
     def semantic_unavailable(self, reason: str) -> None:
         if self.semantic is not None:
@@ -236,7 +236,7 @@ class Space:
         empty_index()
         self.run_reconcile()
         if self.semantic is not None and self.semantic.index is not None:
-            self.semantic.replan()
+            self.semantic.replan(in_slices=True)
         self.graph.rebuild()
 
     def _take_pending(self) -> set[str] | None:

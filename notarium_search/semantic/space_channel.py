@@ -9,7 +9,10 @@ slices, so that lexical updates never wait for a long embedding build.
 
 from __future__ import annotations
 
+import itertools
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,14 +20,30 @@ import structlog
 
 from notarium_search.embedding import Embedder
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.models import ChannelResult, ChannelState, ChannelStatus, FeedFilter
 from notarium_search.semantic import channel
 from notarium_search.semantic.index import SemanticIndex
 
 SLICE_FRAGMENTS = 64  # embedded between two looks at the writer's queue (~2 s on 2 cores)
+# Notes read, chunked and planned between two looks at the writer's queue when
+# the model arrives (~60 µs a note: a 50,000-note plan took 2.8-3.4 s in one
+# piece, and the first edit after a start waited behind it).
+PLAN_SLICE_NOTES = 1_000
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class _Replan:
+    """A plan of every note, read from one searcher (a snapshot of the index
+    when it began) a slice at a time, between the writer's other jobs."""
+
+    payloads: Iterator[Payload]
+    seen: set[str] = field(default_factory=set)
+    fresher: set[str] = field(default_factory=set)
+    """Notes planned or dropped by a pass since the snapshot: its versions are older."""
 
 
 class SemanticChannel:
@@ -35,22 +54,42 @@ class SemanticChannel:
         self.index: SemanticIndex | None = None
         self.unavailable: str | None = None
         self._build_started = time.monotonic()
+        self._replan: _Replan | None = None
 
     # -- writer thread -----------------------------------------------------
 
-    def attach(self, embedder: Embedder) -> None:
-        """Open (or rebuild) the vector index, then plan every note's fragments."""
+    def attach(self, embedder: Embedder, in_slices: bool = False) -> None:
+        """Open (or rebuild) the vector index, then plan every note's fragments:
+        now, or (`in_slices`, the service) in `work_slice` calls."""
         self.index = SemanticIndex(self.directory, embedder)
-        self.replan()
+        self.replan(in_slices)
 
-    def replan(self) -> None:
+    def replan(self, in_slices: bool = False) -> None:
         """Plan every note's fragments again, forgetting notes that are gone."""
         assert self.index is not None
-        notes = [payload.to_note() for payload in lexical.all_payloads(self.lexical)]
-        self.index.forget_missing({note.id for note in notes})
-        self.index.plan(notes)
+        self._replan = _Replan(lexical.all_payloads(self.lexical))
         self._build_started = time.monotonic()
         self.index.progress.embedded = 0
+        while not in_slices and self._replan is not None:
+            self._plan_slice()
+
+    def _plan_slice(self) -> None:
+        assert self.index is not None
+        assert self._replan is not None
+        replan = self._replan
+        notes, taken = [], 0
+        for payload in itertools.islice(replan.payloads, PLAN_SLICE_NOTES):
+            taken += 1
+            replan.seen.add(payload.id)
+            if payload.id not in replan.fresher:
+                notes.append(payload.to_note())
+        self.index.plan(notes)
+        if taken == PLAN_SLICE_NOTES:
+            return
+        self._replan = None
+        # Vectors of notes neither in the snapshot nor seen by a pass since
+        # belong to notes deleted before it (while the service was down).
+        self.index.forget_missing(replan.seen | replan.fresher)
         if not self.index.has_pending:
             self.index.checkpoint()
         log.info("semantic_planned", space=self.space, pending=self.index.progress.pending, vectors=self.index.size())
@@ -58,6 +97,8 @@ class SemanticChannel:
     def after_lexical(self, changed: set[str], deleted: set[str]) -> None:
         if self.index is None or not (changed or deleted):
             return
+        if self._replan is not None:
+            self._replan.fresher |= changed | deleted
         payloads = lexical.payloads_by_id(self.lexical, changed)
         self.index.plan([p.to_note() for p in payloads.values()], deleted | (changed - set(payloads)))
         if not self.index.has_pending:
@@ -65,10 +106,14 @@ class SemanticChannel:
 
     @property
     def has_work(self) -> bool:
-        return self.index is not None and self.index.has_pending
+        return self.index is not None and (self._replan is not None or self.index.has_pending)
 
     def work_slice(self) -> None:
+        """A slice of the plan while there is one (it sets what to embed), else of embedding."""
         assert self.index is not None
+        if self._replan is not None:
+            self._plan_slice()
+            return
         if self.index.embed_pending(SLICE_FRAGMENTS) and not self.index.has_pending:
             log.info("semantic_ready", space=self.space, vectors=self.index.size())
 
