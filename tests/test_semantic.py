@@ -347,10 +347,35 @@ def test_the_plan_at_start_runs_in_slices_and_yields_to_edits(vault: Vault, monk
     vault.write("n10.md", long_note("n10", "nouveau", paragraphs=3))
     vault.remove("n11.md")
     space._reconcile_job()
+    semantic.work_slice()  # the edit's fragments are embedded first, before the plan goes on
+    assert semantic.index is not None
+    wanted = {f.id for f in chunk_note(lexical.payloads_by_id(space.lexical, ["n10"])["n10"].to_note())}
+    assert {r.id for r in semantic.index.notes["n10"]} == wanted
+    assert semantic.has_work
     while semantic.has_work:
         semantic.work_slice()
     assert stored_fragments(service) == expected_fragments(service)
     assert semantic.index is not None
     assert {"n00", "n11"}.isdisjoint(semantic.index.notes)
     assert ids(service.search("notes", "nouveau", NO_FILTER, 10))[0] == "n10"
+    service.stop()
+
+
+def test_an_edit_is_embedded_before_a_builds_backlog(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    from notarium_search.semantic import space_channel
+
+    monkeypatch.setattr(space_channel, "SLICE_FRAGMENTS", 2)
+    for i in range(10):
+        vault.write(f"n{i}.md", long_note(f"n{i}", f"sujet{i}", paragraphs=3))
+    service = vault.service(vector_search=True)
+    space = service.spaces["notes"]
+    semantic = space.semantic
+    assert semantic is not None
+    semantic.attach(HashEmbedder())  # every note planned: a backlog of ~30 fragments
+    vault.write("n9.md", "---\nid: n9\n---\nUne note toute neuve et courte.\n")
+    space._reconcile_job()
+    semantic.work_slice()
+    assert semantic.index is not None
+    assert "n9" in semantic.index.notes  # embedded before the notes planned earlier
+    assert semantic.has_work
     service.stop()

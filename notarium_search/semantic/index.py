@@ -78,6 +78,9 @@ class SemanticIndex:
         # scan every pending fragment of the space (that made a 10k-note plan quadratic).
         self._pending: dict[str, dict[str, Fragment]] = {}
         self._pending_count = 0
+        # Notes whose fragments go before the others: edits seen by a pass wait
+        # neither for a long build's backlog nor for the plan of every note.
+        self._first: dict[str, None] = {}
         self._dirty = False  # changes not yet checkpointed
         self._since_compaction = 0
         self._since_checkpoint = 0
@@ -156,9 +159,10 @@ class SemanticIndex:
 
     # -- writer side -------------------------------------------------------
 
-    def plan(self, notes: Iterable[ParsedNote], deleted: Iterable[str] = ()) -> None:
+    def plan(self, notes: Iterable[ParsedNote], deleted: Iterable[str] = (), first: bool = False) -> None:
         """Bring the wanted fragments of these notes in line: vanished fragments
-        leave the index now, new ones wait for `embed_pending`."""
+        leave the index now, new ones wait for `embed_pending` (`first`: before
+        every fragment planned without it)."""
         for note_id in deleted:
             self._drop_note(note_id)
         for note in notes:
@@ -177,6 +181,8 @@ class SemanticIndex:
                 self._dirty = True
             kept_ids = {r.id for r in kept}
             self._set_pending(note.id, {fid: f for fid, f in wanted.items() if fid not in kept_ids})
+            if first and note.id in self._pending:
+                self._first[note.id] = None
         self.progress.pending = self._pending_count
 
     def forget_missing(self, present: set[str]) -> None:
@@ -201,10 +207,17 @@ class SemanticIndex:
         if fragments:
             self._pending[note_id] = fragments
             self._pending_count += len(fragments)
+        else:
+            self._first.pop(note_id, None)
 
     @property
     def has_pending(self) -> bool:
         return self._pending_count > 0
+
+    @property
+    def has_first_pending(self) -> bool:
+        """Whether fragments planned `first` wait for their embedding."""
+        return bool(self._first)
 
     def embed_pending(self, budget: int) -> int:
         """Embed up to `budget` pending fragments; checkpoint when due. Returns
@@ -225,8 +238,11 @@ class SemanticIndex:
         return len(batch)
 
     def _pending_fragments(self) -> Iterator[Fragment]:
-        for fragments in self._pending.values():
-            yield from fragments.values()
+        for note_id in self._first:
+            yield from self._pending[note_id].values()
+        for note_id, fragments in self._pending.items():
+            if note_id not in self._first:
+                yield from fragments.values()
 
     def _add(self, batch: Sequence[Fragment], vectors: np.ndarray) -> None:
         keys = np.array([f.key for f in batch], dtype=np.uint64)
@@ -244,6 +260,7 @@ class SemanticIndex:
                 self._pending_count -= 1
             if not fragments:
                 self._pending.pop(fragment.note_id, None)
+                self._first.pop(fragment.note_id, None)
 
     # -- readers -----------------------------------------------------------
 

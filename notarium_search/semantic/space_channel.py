@@ -97,10 +97,10 @@ class SemanticChannel:
     def after_lexical(self, changed: set[str], deleted: set[str]) -> None:
         if self.index is None or not (changed or deleted):
             return
-        if self._replan is not None:
+        if self._replan is not None and not self.index.has_first_pending:
             self._replan.fresher |= changed | deleted
         payloads = lexical.payloads_by_id(self.lexical, changed)
-        self.index.plan([p.to_note() for p in payloads.values()], deleted | (changed - set(payloads)))
+        self.index.plan([p.to_note() for p in payloads.values()], deleted | (changed - set(payloads)), first=True)
         if not self.index.has_pending:
             self.index.checkpoint()
 
@@ -109,9 +109,10 @@ class SemanticChannel:
         return self.index is not None and (self._replan is not None or self.index.has_pending)
 
     def work_slice(self) -> None:
-        """A slice of the plan while there is one (it sets what to embed), else of embedding."""
+        """Edits' fragments first, then a slice of the plan while there is one
+        (it sets what to embed), then the other fragments."""
         assert self.index is not None
-        if self._replan is not None:
+        if self._replan is not None and not self.index.has_first_pending:
             self._plan_slice()
             return
         if self.index.embed_pending(SLICE_FRAGMENTS) and not self.index.has_pending:
