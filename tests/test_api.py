@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import string
-import time
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +15,9 @@ from hypothesis import strategies as st
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
+from notarium_search.models import IndexProgress
+from notarium_search.service import Service
+from notarium_search.space import BUILDING_MESSAGE
 from tests.conftest import Vault
 
 ERROR_KEYS = {"error", "detail", "status"}
@@ -358,23 +361,42 @@ def test_feed_pagination_is_stable_while_notes_change(vault: Vault):
 
 
 def test_status_while_building_says_so(vault: Vault):
+    """Deterministic: the pass is held at 150 of 300 notes while status and search are asked."""
     for i in range(300):
         vault.write(f"n{i:03}.md", fm(f"n{i}", "texte " * 50))
     settings_ = vault.settings(commit_every=50)
-    with TestClient(create_app(settings_)) as client:
-        messages = set()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+    service = Service(settings_)
+    reached, release = threading.Event(), threading.Event()
+
+    def hold_halfway(progress: IndexProgress) -> None:
+        if progress.done == 150:
+            reached.set()
+            release.wait(60)
+
+    indexing = threading.Thread(target=service.spaces["notes"].run_reconcile, args=(hold_halfway,), daemon=True)
+    try:
+        with TestClient(create_app(settings_, service, start_indexing=False)) as client:
+            indexing.start()
+            assert reached.wait(60)
             body = client.get("/status").json()
-            messages.add(body["message"])
-            search = client.get("/spaces/notes/search", params={"q": "texte"})
-            assert search.status_code == 200
-            if body["message"] is None and body["spaces"][0]["lexical"]["state"] == "ready":
-                break
-        assert None in messages
-        final = client.get("/spaces/notes/status").json()
-        assert final["notes"] == 300
-        assert final["lexical"]["indexed"] == final["lexical"]["total"] == 300
+            assert body["message"] == BUILDING_MESSAGE
+            space = client.get("/spaces/notes/status").json()
+            assert space["message"] == BUILDING_MESSAGE
+            lexical = space["lexical"]
+            assert (lexical["state"], lexical["indexed"], lexical["total"]) == ("building", 150, 300)
+            assert lexical["eta_seconds"] is not None
+            search = client.get("/spaces/notes/search", params={"q": "texte", "limit": 100}).json()
+            assert search["partial"] is True  # answered from what is committed so far, and says so
+            assert space["notes"] >= 100  # commits every 50 notes: at least 100 of the 150 are searchable
+            assert len(search["results"]) == min(space["notes"], 100)
+            release.set()
+            indexing.join(60)
+            final = client.get("/spaces/notes/status").json()
+            assert (final["message"], final["lexical"]["state"], final["notes"]) == (None, "ready", 300)
+            assert client.get("/status").json()["message"] is None
+            assert client.get("/spaces/notes/search", params={"q": "texte"}).json()["partial"] is False
+    finally:
+        release.set()
 
 
 def test_until_a_bare_date_takes_the_whole_day(vault: Vault):
