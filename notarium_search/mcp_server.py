@@ -11,17 +11,13 @@ schemas, and the `space` description is built at run time from the spaces.
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal
 
 import anyio
 import structlog
-from litestar import Litestar, asgi
-from litestar.exceptions import MethodNotAllowedException
-from litestar.handlers import ASGIRouteHandler
-from litestar.types import Receive, Scope, Send
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
@@ -41,7 +37,6 @@ from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
 
 SERVER_NAME = "notarium-search"
-MCP_PATH = "/mcp"
 # Hosts a browser page could reach the service as when it binds the loopback:
 # without a token, /mcp then answers only requests addressed to these, so that
 # a page on another site cannot rebind its name to 127.0.0.1 and call the tools.
@@ -263,19 +258,12 @@ def run_stdio(settings: Settings) -> None:
     anyio.run(build_server(service, lifespan).run_stdio_async)
 
 
-@dataclass(frozen=True, slots=True)
-class HttpTransport:
-    """What api/app.py adds: the /mcp route and the lifespan its sessions need."""
-
-    handler: ASGIRouteHandler
-    lifespan: Callable[[Litestar], AbstractAsyncContextManager[None]]
-
-
-def http_transport(service: Service, settings: Settings) -> HttpTransport:
-    """MCP over Streamable HTTP at /mcp, stateless with JSON answers: every
-    POST carries its own request (no server-side sessions to expire or to pin
-    to one worker), and the tools never call back into the client. `settings`
-    are the app's (its token decides the DNS-rebinding protection)."""
+def session_manager(service: Service, settings: Settings) -> StreamableHTTPSessionManager:
+    """The manager of MCP over Streamable HTTP, stateless with JSON answers:
+    every POST carries its own request (no server-side sessions to expire or to
+    pin to one worker), and the tools never call back into the client.
+    `settings` are the app's (its token decides the DNS-rebinding protection).
+    api/mcp_route.py routes /mcp to it and runs it."""
     # Stateless transports log "Terminating session: None" at info after every
     # request: noise beside the access log. Its warnings still show.
     logging.getLogger(SDK_TRANSPORT_LOGGER).setLevel(logging.WARNING)
@@ -283,27 +271,7 @@ def http_transport(service: Service, settings: Settings) -> HttpTransport:
     server.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=_transport_security(settings)
     )
-    manager = server.session_manager  # the Starlette app made above is not used: Litestar routes to the manager
-
-    # A plain ASGI route rather than a mount: the endpoint is this one path, and
-    # a mount would rewrite the request's path to "/" (the access log would show
-    # every MCP call, and every 401, as "POST /").
-    @asgi(MCP_PATH, copy_scope=True)
-    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        """MCP tools over Streamable HTTP (docs/mcp.md)."""
-        if scope.get("method") != "POST":
-            # No server-initiated messages, no sessions: the spec's answer to a GET
-            # (event stream) is then 405. Held open, that stream would also keep
-            # uvicorn from shutting down, waiting for the connection to close.
-            raise MethodNotAllowedException("the MCP endpoint takes POST requests only", headers={"Allow": "POST"})
-        await manager.handle_request(cast(Any, scope), cast(Any, receive), cast(Any, send))
-
-    @asynccontextmanager
-    async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        async with manager.run():
-            yield
-
-    return HttpTransport(mcp_endpoint, lifespan)
+    return server.session_manager  # the Starlette app made above is not used: Litestar routes to the manager
 
 
 def _transport_security(settings: Settings) -> TransportSecuritySettings:

@@ -439,6 +439,38 @@ def test_http_transport_behind_the_token(vault: Vault, tmp_path: Path):
     records = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     assert "Application shutdown complete." in {r["event"] for r in records}
     assert not [r for r in records if r["level"] in ("error", "critical")]
+    assert [r["event"] for r in records].count("mcp_http_started") == 1  # by the first call, once
+
+
+def test_the_sdk_is_imported_by_the_first_mcp_call_only(vault: Vault):
+    """Every service paid ~0.4 s and ~37 MiB for the SDK; one that is never asked pays nothing."""
+    write_french(vault)
+    env = {
+        "NOTARIUM_SPACES_ROOT": str(vault.root),
+        "NOTARIUM_INDEX_DIR": str(vault.index_dir),
+        "NOTARIUM_LOG_LEVEL": "error",
+        "NOTARIUM_RATE_LIMIT": "0",
+        "NOTARIUM_API_TOKEN": TOKEN,  # with a token, no DNS-rebinding check on the test client's host
+    }
+    script = f"""
+import sys
+from litestar.testing import TestClient
+from notarium_search.api.app import create_app
+from notarium_search.service import Service
+from notarium_search.settings import load_settings
+settings = load_settings(env={env!r})
+loaded = lambda: any(name == "mcp" or name.startswith("mcp.") for name in sys.modules)
+service = Service(settings)
+with TestClient(create_app(settings, service, start_indexing=False)) as client:
+    assert client.get("/healthz").status_code == 200
+    before = loaded()
+    headers = {{**{STREAMABLE_ACCEPT!r}, "Authorization": "Bearer {TOKEN}"}}
+    answer = client.post("/mcp", json={INITIALIZE!r}, headers=headers)
+    print(before, answer.status_code, loaded())
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1].split() == ["False", "200", "True"]  # (logs come before)
 
 
 async def http_session_checks(url: str) -> None:

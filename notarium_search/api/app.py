@@ -19,6 +19,7 @@ from litestar.params import Parameter, PathParameter
 from notarium_search import __version__
 from notarium_search.api import errors
 from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
+from notarium_search.api.mcp_route import McpRoute
 from notarium_search.api.schemas import (
     ActivationsBody,
     FeedBody,
@@ -38,7 +39,6 @@ from notarium_search.api.schemas import (
 )
 from notarium_search.api.web import WEB_HANDLERS
 from notarium_search.errors import InvalidParameter, NotariumError
-from notarium_search.mcp_server import http_transport
 from notarium_search.models import FeedFilter, SpaceStatus
 from notarium_search.parse import date_parameter
 from notarium_search.service import MAX_LIMIT, Service
@@ -232,7 +232,7 @@ def _tags(tags: list[str] | None) -> tuple[str, ...]:
 
 def create_app(settings: Settings, service: Service | None = None, start_indexing: bool = True) -> Litestar:
     service = service or Service(settings)
-    mcp = http_transport(service, settings)  # MCP tools at /mcp, behind the same guard (docs/mcp.md)
+    mcp = McpRoute(service, settings)  # MCP tools at /mcp, behind the same guard (docs/mcp.md)
 
     async def on_startup() -> None:
         if start_indexing:
