@@ -347,7 +347,10 @@ def test_the_plan_at_start_runs_in_slices_and_yields_to_edits(vault: Vault, monk
     vault.write("n10.md", long_note("n10", "nouveau", paragraphs=3))
     vault.remove("n11.md")
     space._reconcile_job()
-    semantic.work_slice()  # the edit's fragments are embedded first, before the plan goes on
+    # A second pass while the first edit's fragments still wait for their embedding.
+    vault.write("n09.md", long_note("n09", "remanie", paragraphs=3))
+    space._reconcile_job()
+    semantic.work_slice()  # the edits' fragments are embedded first, before the plan goes on
     assert semantic.index is not None
     wanted = {f.id for f in chunk_note(lexical.payloads_by_id(space.lexical, ["n10"])["n10"].to_note())}
     assert {r.id for r in semantic.index.notes["n10"]} == wanted

@@ -97,7 +97,7 @@ class SemanticChannel:
     def after_lexical(self, changed: set[str], deleted: set[str]) -> None:
         if self.index is None or not (changed or deleted):
             return
-        if self._replan is not None and not self.index.has_first_pending:
+        if self._replan is not None:
             self._replan.fresher |= changed | deleted
         payloads = lexical.payloads_by_id(self.lexical, changed)
         self.index.plan([p.to_note() for p in payloads.values()], deleted | (changed - set(payloads)), first=True)
