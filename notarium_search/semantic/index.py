@@ -259,8 +259,7 @@ class SemanticIndex:
             if fragments.pop(fragment.id, None) is not None:
                 self._pending_count -= 1
             if not fragments:
-                self._pending.pop(fragment.note_id, None)
-                self._first.pop(fragment.note_id, None)
+                self._set_pending(fragment.note_id, {})  # the note is done: off both queues
 
     # -- readers -----------------------------------------------------------
 
