@@ -33,6 +33,12 @@ class Analyzers:
     and queries made only of stop words."""
 
 
+# The plain analyzer's chain without its length limit, for folding single
+# characters and words the way the index does (snippets.py): kept beside the
+# chains it must agree with.
+FOLD = TextAnalyzerBuilder(Tokenizer.simple()).filter(Filter.lowercase()).filter(Filter.ascii_fold()).build()
+
+
 @cache
 def analyzers(language: str) -> Analyzers:
     snowball = _SNOWBALL[language]

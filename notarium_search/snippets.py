@@ -23,8 +23,6 @@ import re
 from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 
-from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
-
 from notarium_search import analysis
 from notarium_search.analysis import Analyzers
 from notarium_search.lexical.query import FUZZY_MIN_CHARS, QueryPlan
@@ -49,8 +47,6 @@ _FOLD_ERRORS = "notarium_search.fold"  # codec error handler folding non-Latin-1
 # (the codec's replacements go through the byte table too), hence these two Latin-1 letters.
 _OTHER_LETTER = "µ"  # a letter the index keeps non-ASCII (µ itself, Greek, Cyrillic, CJK…)
 _MANY_LETTERS = "ß"  # a letter the index folds to several (ß → ss, œ → oe, æ → ae, ﬁ → fi), or to "G"
-# The index's fold without its stop words and stemmer: lowercase, then ASCII.
-_TANTIVY_FOLD = TextAnalyzerBuilder(Tokenizer.simple()).filter(Filter.lowercase()).filter(Filter.ascii_fold()).build()
 _HTML_SPECIAL = re.compile("[&<>\"']")  # what html.escape replaces
 
 
@@ -212,7 +208,7 @@ def _may_match(folded: str, scan: _Scan) -> bool:
 
 def _fold_word(word: str) -> str:
     """The word as the index spells it before stemming, e.g. Cœur → coeur."""
-    return "".join(_TANTIVY_FOLD.analyze(word))
+    return "".join(analysis.FOLD.analyze(word))
 
 
 def _classify(word: str, folded: str, terms: HighlightTerms, language: str) -> str | None:
@@ -280,7 +276,7 @@ def _fold_char(char: str) -> str:
     the byte table would lowercase), else _OTHER_LETTER (γ, я, 字)."""
     if "\ud800" <= char <= "\udfff":
         return " "  # a lone surrogate: Tantivy cannot even be given it
-    tokens = _TANTIVY_FOLD.analyze(char)
+    tokens = analysis.FOLD.analyze(char)
     if not tokens:
         return " "
     folded = tokens[0]
