@@ -144,14 +144,10 @@ def decode_head(raw: bytes) -> PayloadHead:
 
 
 def index_date(moment: datetime) -> datetime:
-    """`moment` in UTC, within the dates Tantivy can index (naive means UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    try:
-        utc = moment.astimezone(UTC)
-    except OverflowError:  # year 1 east of UTC, or year 9999 west of it
-        return INDEX_DATE_MIN if moment.year < INDEX_DATE_MIN.year else INDEX_DATE_MAX
-    return min(max(utc, INDEX_DATE_MIN), INDEX_DATE_MAX)
+    """`moment` (aware: every date comes from `parse.to_datetime`, which keeps
+    it convertible to UTC, or from a file's mtime) in UTC, within the dates
+    Tantivy can index."""
+    return min(max(moment.astimezone(UTC), INDEX_DATE_MIN), INDEX_DATE_MAX)
 
 
 def feed_key(updated: datetime, note_id: str) -> int:
