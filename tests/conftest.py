@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +16,17 @@ from notarium_search.service import Service
 from notarium_search.settings import CollectionConfig, Settings, SpaceConfig
 
 configure_logging("warning")
+
+WAIT_SECONDS = 20.0  # generous: CI machines are shared; the usual delay is under a second
+
+
+def eventually(check: Callable[[], bool], timeout: float = WAIT_SECONDS) -> None:
+    """Poll `check` until it holds: what a background thread (writer, watcher) does."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("not reflected in time")
+        time.sleep(0.05)
 
 
 class Vault:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from notarium_search.scan import SpaceUnavailable, scan_space
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
 from notarium_search.space import BUILDING_MESSAGE, Space
-from tests.conftest import Vault, ids
+from tests.conftest import Vault, eventually, ids
 
 NO_FILTER = FeedFilter()
 
@@ -530,8 +528,8 @@ def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, 
         folder = vault.root / "notes"
         folder.rename(vault.root / "away")
         space.request_reindex()
-        assert wait_for(lambda: "is missing" in (space.status().lexical.error or ""))
-        assert wait_for(lambda: "retrying in" in (space.status().lexical.error or ""))
+        eventually(lambda: "is missing" in (space.status().lexical.error or ""))
+        eventually(lambda: "retrying in" in (space.status().lexical.error or ""))
         assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]
         # Nor does a full reindex asked meanwhile empty the index first.
         manifest = vault.index_dir / "notes" / "manifest.json"
@@ -544,7 +542,7 @@ def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, 
         assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]
         (vault.root / "away").rename(folder)
         vault.write("d.md", note("d", "texte commun"))  # changed while it was away
-        assert wait_for(lambda: space.status().lexical.state == IndexState.READY)
+        eventually(lambda: space.status().lexical.state == IndexState.READY)
         assert space.status().lexical.error is None
         assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c", "d"]
     finally:
@@ -594,12 +592,3 @@ def test_an_unreadable_folder_keeps_its_notes(vault: Vault, tmp_path: Path, capl
     assert progress.deleted == 1  # readable again: a real deletion is seen
     assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "c"]
     service.stop()
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()

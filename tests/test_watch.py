@@ -6,25 +6,16 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from notarium_search.lexical import search as lexical
 from notarium_search.models import FeedFilter
 from notarium_search.service import Service
-from tests.conftest import Vault, ids
+from tests.conftest import Vault, eventually, ids
 
 NO_FILTER = FeedFilter()
-WAIT_SECONDS = 20.0  # generous: CI machines are shared; the usual delay is under a second
-
-
-def eventually(check: Callable[[], bool], timeout: float = WAIT_SECONDS) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("not reflected in time")
-        time.sleep(0.05)
 
 
 def note(note_id: str, words: str) -> str:
