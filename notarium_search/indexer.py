@@ -234,8 +234,13 @@ class SpaceIndexer:
         if read is None:
             return 0
         self.manifest.entries[source.rel_path] = read.entry
-        if previous is not None and previous.digest == read.entry.digest and previous.note_id == read.entry.note_id:
-            return 0  # touched, not changed
+        if (
+            previous is not None
+            and previous.digest == read.entry.digest
+            and previous.note_id == read.entry.note_id
+            and (read.note is None or read.note.updated != _file_time(source))
+        ):
+            return 0  # touched, not changed (a note dated by its file's time did change: its date)
         previous_id = previous.note_id if previous is not None else None
         self._touched_paths.add(source.rel_path)
         self._touched_ids.update(i for i in (previous_id, read.entry.note_id) if i is not None)
@@ -275,8 +280,7 @@ class SpaceIndexer:
             return self._skip_read(entry, progress, source.rel_path, str(exc))
         if too_big:
             log.warning("note_truncated", space=self.space.name, path=source.rel_path, size=source.size, kept=limit)
-        mtime = datetime.fromtimestamp(source.mtime_ns / 1e9, tz=UTC)
-        note = parse_note(text, source.rel_path, mtime)
+        note = parse_note(text, source.rel_path, _file_time(source))
         collections = self.collections.member_of(source.rel_path)
         if collections:
             note = replace(note, collections=collections, chunking=self.collections.chunking_for(collections))
@@ -337,3 +341,8 @@ class SpaceIndexer:
         # Counted here, on the writer thread: status readers must not iterate
         # a manifest the writer is changing.
         self.skipped_total = len(self.manifest.skipped())
+
+
+def _file_time(source: SourceFile) -> datetime:
+    """The file's modification time: a note's date when its frontmatter has none."""
+    return datetime.fromtimestamp(source.mtime_ns / 1e9, tz=UTC)

@@ -37,9 +37,14 @@ def tree_fingerprint(root: Path) -> dict[str, tuple[int, str]]:
     }
 
 
+def dated(note_id: str, body: str) -> str:
+    """A note whose date is in its frontmatter, not taken from its file."""
+    return note(note_id, body).replace("---\n", "---\nupdated: 2024-05-01\n", 1)
+
+
 def test_unchanged_restart_reindexes_nothing(vault: Vault):
     for i in range(20):
-        vault.write(f"n{i}.md", note(f"n{i}", f"contenu numéro {i}"))
+        vault.write(f"n{i}.md", dated(f"n{i}", f"contenu numéro {i}"))
     service = vault.service()
     assert service.spaces["notes"].indexer.progress.indexed == 20
     service = restart(service, vault)
@@ -47,10 +52,23 @@ def test_unchanged_restart_reindexes_nothing(vault: Vault):
     assert (progress.total, progress.indexed, progress.deleted) == (0, 0, 0)
     assert service.status()[0].notes == 20
     # Touched but identical files are read and hashed, not re-indexed.
-    vault.write("n3.md", note("n3", "contenu numéro 3"))
+    vault.write("n3.md", dated("n3", "contenu numéro 3"))
     service = restart(service, vault)
     progress = service.spaces["notes"].indexer.progress
     assert (progress.total, progress.indexed) == (1, 0)
+    service.stop()
+
+
+def test_a_touched_note_dated_by_its_file_takes_the_new_date(vault: Vault):
+    """Without a frontmatter date a note's date is its file's: a touch (a sync, a
+    checkout) moves it, as a clean build would show. Found by the crash test."""
+    vault.write("a.md", note("a", "contenu"), mtime=1_700_000_000)
+    service = vault.service()
+    vault.write("a.md", note("a", "contenu"), mtime=1_700_000_600.25)
+    progress = service.spaces["notes"].run_reconcile()
+    assert (progress.total, progress.indexed) == (1, 1)
+    (item,) = service.feed("notes", "", FeedFilter(), 10, None).items
+    assert item.updated.timestamp() == 1_700_000_600.25
     service.stop()
 
 
