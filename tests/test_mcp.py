@@ -12,7 +12,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +30,7 @@ from mcp_types import CallToolResult
 
 from bench.perf_lexical import free_port, server_env
 from notarium_search.api.app import create_app
+from notarium_search.mcp_server import SHOWN_LINE_CHARS
 from notarium_search.mcp_tools import NOTE_TEXT_CHARS
 from tests.conftest import Vault, models_dir
 from tests.test_server import wait_until_ready
@@ -346,6 +348,20 @@ class RawServer:
         self.process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
         self.process.stdin.flush()
 
+    def send_line(self, data: bytes) -> None:
+        """Whatever bytes a broken or hostile client may write, as one line."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(data + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self) -> dict[str, Any]:
+        """The next message on stdout (the bound is a limit on waiting, not a timing check)."""
+        try:
+            message: dict[str, Any] = json.loads(self._incoming.get(timeout=READY_SECONDS))
+        except queue.Empty:
+            raise AssertionError(f"no message on stdout within {READY_SECONDS} s") from None
+        return message
+
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self._next_id += 1
         self.send({"id": self._next_id, "method": method, "params": params})
@@ -411,6 +427,116 @@ def wait_for_semantic_search(server: RawServer) -> None:
             return
         time.sleep(POLL_SECONDS)
     raise AssertionError("the semantic channel never answered")
+
+
+# -- stdio, by hand: malformed input is answered, logged, and survived ---------
+
+
+@contextmanager
+def raw_session(vault: Vault, tmp_path: Path) -> Iterator[RawServer]:
+    """An initialized lexical-only `notarium-search mcp`; on leaving, it must still
+    list its tools, exit cleanly, and have written nothing but JSON-RPC on stdout."""
+    write_english(vault)
+    env = stdio_env(vault, tmp_path)
+    del env["VECTOR_SEARCH"]  # nothing to wait for: these tests are about the transport
+    with open(tmp_path / "stderr.log", "wb") as stderr:
+        server = RawServer(env, stderr)
+        try:
+            init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+            assert server.request("initialize", init)["result"]["serverInfo"]["name"] == "notarium-search"
+            server.send({"method": "notifications/initialized"})
+            yield server
+            listed = server.request("tools/list", {})  # the server kept serving
+            assert {tool["name"] for tool in listed["result"]["tools"]} == TOOLS
+        finally:
+            exit_code = server.close()
+    assert exit_code == 0
+    messages = [json.loads(line) for line in server.lines]
+    assert all(m["jsonrpc"] == "2.0" and ("result" in m or "error" in m or "method" in m) for m in messages)
+
+
+def assert_error(reply: dict[str, Any], code: int, message: str, request_id: int | str | None) -> None:
+    assert reply["jsonrpc"] == "2.0"
+    assert "id" in reply  # JSON-RPC 2.0 §5: required, null when the request's id could not be read
+    assert reply["id"] == request_id
+    assert reply["error"]["code"] == code
+    assert reply["error"]["message"] == message
+    assert "result" not in reply
+
+
+def log_records(tmp_path: Path, event: str) -> list[dict[str, Any]]:
+    records = []
+    for line in (tmp_path / "stderr.log").read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("event") == event:
+            records.append(record)
+    return records
+
+
+@pytest.mark.slow
+def test_stdio_answers_a_line_that_is_not_json_with_a_parse_error(vault: Vault, tmp_path: Path):
+    """JSON-RPC 2.0 §5.1: -32700, id null; a client waiting for an answer must get one."""
+    bad = [b"not json", b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list"', b'{"jsonrpc": "2.0", "id": 6} trailing']
+    with raw_session(vault, tmp_path) as server:
+        for line in bad:
+            server.send_line(line)
+            assert_error(server.reply(), -32700, "Parse error", None)
+        for blank in (b"", b" \t "):  # no message, no answer (and no error either)
+            server.send_line(blank)
+    errors = [json.loads(line) for line in server.lines if b'"error"' in line]
+    assert len(errors) == len(bad)  # the blank lines were not answered
+    records = log_records(tmp_path, "mcp_stdio_parse_error")
+    assert [record["chars"] for record in records] == [len(line) for line in bad]
+    assert [record["start"] for record in records] == [line.decode()[:SHOWN_LINE_CHARS] for line in bad]
+    assert all(record["level"] == "warning" and record["reason"] for record in records)
+
+
+@pytest.mark.slow
+def test_stdio_answers_json_that_is_not_a_request_with_invalid_request(vault: Vault, tmp_path: Path):
+    """-32600 Invalid Request, with the request's id when it can be read, else null."""
+    bad: list[tuple[bytes, int | str | None]] = [
+        (b'{"foo": 1}', None),
+        (b"[]", None),
+        (b"5", None),
+        (b'[{"jsonrpc": "2.0", "id": 40, "method": "tools/list"}]', None),  # a batch: MCP has none
+        (b'{"jsonrpc": "2.0", "id": 41, "params": {}}', 41),  # no method
+        (b'{"jsonrpc": "2.0", "id": "q-42", "method": 7}', "q-42"),
+        (b'{"jsonrpc": "1.0", "id": 43, "method": "tools/list"}', 43),
+    ]
+    with raw_session(vault, tmp_path) as server:
+        for line, request_id in bad:
+            server.send_line(line)
+            reply = server.reply()
+            assert_error(reply, -32600, "Invalid Request", request_id)
+            assert reply["error"]["data"], line  # says what is wrong
+    records = log_records(tmp_path, "mcp_stdio_invalid_request")
+    assert [record["id"] for record in records] == [request_id for _, request_id in bad]
+    assert all(record["level"] == "warning" and record["reason"] for record in records)
+    assert "method: Field required" in records[4]["reason"]
+
+
+@pytest.mark.slow
+def test_stdio_survives_oversized_and_binary_lines(vault: Vault, tmp_path: Path):
+    """Megabytes of a note's text, bytes that are not UTF-8, JSON nested past the
+    parser's depth: each is a parse error, and the log holds none of the text."""
+    secret = b"my private note text "
+    oversized = b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"note": "' + secret * 200_000
+    binary = bytes(byte for byte in range(256) if byte not in b"\r\n") * 64  # \r would end a line too
+    nested = b"[" * 100_000
+    with raw_session(vault, tmp_path) as server:
+        for line in (oversized, binary, nested):
+            server.send_line(line)
+            assert_error(server.reply(), -32700, "Parse error", None)
+    records = log_records(tmp_path, "mcp_stdio_parse_error")
+    received = binary.decode("utf-8", errors="replace")  # as the SDK reads stdin
+    assert [record["chars"] for record in records] == [len(oversized), len(received), len(nested)]
+    assert all(len(record["start"]) <= SHOWN_LINE_CHARS for record in records)
+    log = (tmp_path / "stderr.log").read_bytes()
+    assert secret not in log
+    assert len(log) < 100_000  # a few log lines, not the megabytes sent
 
 
 # -- Streamable HTTP on the running service -----------------------------------
