@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 
@@ -13,7 +14,7 @@ import pytest
 from notarium_search.lexical import search as lexical
 from notarium_search.models import FeedFilter
 from notarium_search.service import Service
-from tests.conftest import Vault, eventually, ids
+from tests.conftest import WAIT_SECONDS, Vault, eventually, ids
 
 NO_FILTER = FeedFilter()
 
@@ -110,12 +111,20 @@ def test_polling_when_watching_is_off(vault: Vault):
 
 
 def test_reindex_full_rebuilds_from_the_files(vault: Vault, live: Service):
-    vault.write("c.md", note("c", "cerise"))
+    stamp = time.time() - 3600
+    vault.write("c.md", note("c", "cerise"), mtime=stamp)
     eventually(lambda: found(live, "cerise") == ["c"])
+    # Same size, same time: only a pass that reads every file again can see this edit.
+    vault.write("c.md", note("c", "prunes"), mtime=stamp)
+    space = live.spaces["notes"]
     live.reindex("notes", full=True)
-    time.sleep(0.2)
-    eventually(lambda: live.spaces["notes"].status().message is None and found(live, "cerise") == ["c"])
-    assert live.spaces["notes"].status().notes == 2
+    done = threading.Event()
+    space._jobs.put(done.set)  # the writer runs its jobs in order: this one runs after the rebuild
+    assert done.wait(WAIT_SECONDS)
+    assert found(live, "prunes") == ["c"]
+    assert found(live, "cerise") == []
+    assert space.status().notes == 2
+    eventually(lambda: space.status().message is None)  # after the watcher's own pass over the edit
 
 
 def test_watching_resumes_after_the_folder_goes_and_comes_back(vault: Vault, live: Service):
