@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import sys
-import time
+import threading
 
 import pytest
 
 from notarium_search.memory import MemoryTrimmer
+from tests.conftest import eventually
 
 
 def rss_anon_kib() -> int:
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("RssAnon"))
+
+
+class CountedStop(threading.Event):
+    """The trimmer's stop event, counting the ticks of its thread (each tick waits on it once)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ticks = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        stopped = super().wait(timeout)
+        self.ticks += 1
+        return stopped
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc_trim and /proc")
@@ -28,13 +42,16 @@ def test_trim_returns_freed_heap_and_runs_only_after_activity():
     trimmer.trim()
     assert rss_anon_kib() < before - 100_000  # > 100 MiB of the ~190 MiB freed given back
     assert len(survivors) == 3125
+    # Ticks counted rather than a sleep: on a loaded machine the thread may not
+    # have ticked at all after a fixed delay, and "no trim" would prove nothing.
+    stop = trimmer._stop = CountedStop()
     trimmer.start()
-    time.sleep(0.3)
-    idle = trimmer.trims
-    assert idle == 1  # nothing happened: no trim
-    trimmer.note_activity()
-    deadline = time.monotonic() + 5
-    while trimmer.trims == idle and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert trimmer.trims == idle + 1
-    trimmer.stop()
+    try:
+        eventually(lambda: stop.ticks >= 3)  # two whole ticks have run since the start, without activity
+        idle = trimmer.trims
+        assert idle == 1  # nothing happened: no trim
+        trimmer.note_activity()
+        eventually(lambda: trimmer.trims > idle)
+        assert trimmer.trims == idle + 1
+    finally:
+        trimmer.stop()

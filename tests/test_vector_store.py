@@ -15,6 +15,7 @@ import pytest
 
 from notarium_search import vector_store
 from notarium_search.vector_store import EXACT_SEARCH_MAX, VectorStore, VectorStoreCorrupt
+from tests.conftest import WAIT_SECONDS
 
 DIM = 32
 Vectors = npt.NDArray[np.float32]
@@ -405,8 +406,9 @@ def test_searches_run_safely_while_another_thread_writes(rng: np.random.Generato
     store = filled(vectors[:1000])
     queries = random_vectors(rng, 50)
     done = threading.Event()
+    searching = [threading.Event() for _ in range(3)]  # the writes start once every reader searches
 
-    def read() -> int:
+    def read(k: int) -> int:
         searches = 0
         while not done.is_set():
             for query in queries:
@@ -414,11 +416,15 @@ def test_searches_run_safely_while_another_thread_writes(rng: np.random.Generato
                 assert 0 < len(results) <= 5
                 assert all(0 <= key < 2000 for key, _ in results)
                 searches += 1
+                searching[k].set()
         return searches
 
     with ThreadPoolExecutor(max_workers=3) as pool:
-        readers = [pool.submit(read) for _ in range(3)]
+        readers = [pool.submit(read, k) for k in range(3)]
         try:
+            # A reader the scheduler starts late must not find the writes over
+            # (and `done` set) before its first search.
+            assert all(started.wait(WAIT_SECONDS) for started in searching)
             for start in range(1000, 2000, 100):
                 store.add(np.arange(start, start + 100), vectors[start : start + 100])
                 store.remove(range(start - 1000, start - 950))
