@@ -200,6 +200,8 @@ def _embed(space: Any, bar: Any, settings: Settings) -> None:
 def _search(settings: Settings, args: argparse.Namespace) -> int:
     from notarium_search.api.schemas import search_body
     from notarium_search.errors import NotariumError
+    from notarium_search.faults import StorageFault
+    from notarium_search.lexical.store import IndexUnreadable
     from notarium_search.models import FeedFilter
     from notarium_search.service import Service
     from notarium_search.space import NotIndexed
@@ -210,7 +212,7 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
     try:
         service = Service(_only(settings, args.space), read_only=True)
         response = service.search(args.space, args.query, FeedFilter(args.folder, tuple(args.tag)), args.limit)
-    except (NotIndexed, NotariumError) as exc:
+    except (NotIndexed, IndexUnreadable, StorageFault, NotariumError) as exc:
         print(f"notarium-search: {getattr(exc, 'detail', exc)}", file=sys.stderr)
         return 1
     if args.json:
@@ -281,6 +283,8 @@ def _status(settings: Settings, args: argparse.Namespace) -> int:
 def _space_status(settings: Settings, config: SpaceConfig) -> dict[str, Any]:
     """One space's row of `status`: "complete", "partial", "not indexed" or
     "folder unavailable", and in `detail` what is missing and what to run."""
+    from notarium_search.faults import StorageFault
+    from notarium_search.lexical.store import IndexUnreadable
     from notarium_search.scan import SpaceUnavailable
     from notarium_search.space import NotIndexed, Space
 
@@ -290,6 +294,11 @@ def _space_status(settings: Settings, config: SpaceConfig) -> dict[str, Any]:
         space = Space(config, settings, read_only=True)
     except NotIndexed:
         row["detail"] = f"run `notarium-search index {config.name}` (or start the service)"
+        return row
+    except (IndexUnreadable, StorageFault) as exc:
+        # Read-only: reported, never repaired here (a running service may be
+        # writing it this very moment; it repairs its own index).
+        row.update(state="unreadable", detail=f"{exc}: the service rebuilds it, or run `notarium-search index`")
         return row
     try:
         manifest = space.indexer.manifest
@@ -313,6 +322,8 @@ def _space_status(settings: Settings, config: SpaceConfig) -> dict[str, Any]:
     if unsettled is not None:
         redone = "every note" if unsettled.everything else f"{len(unsettled.ids)} notes"
         missing.append(f"a commit was cut short: {redone} to redo")
+    if space.mismatch is not None:
+        missing.append(f"{space.mismatch}: it is rebuilt from the notes")
     row["state"] = "partial" if missing else "complete"
     if missing:
         row["detail"] = f"{'; '.join(missing)}: run `notarium-search index {config.name}` (or start the service)"

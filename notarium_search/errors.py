@@ -41,3 +41,11 @@ class IndexRepairing(NotariumError):
 
     status = 503
     code = "index_repairing"
+
+
+class IndexUnavailable(NotariumError):
+    """The index could not be read for a passing reason (too many open files,
+    no memory): nothing is damaged, nothing is rebuilt."""
+
+    status = 503
+    code = "index_unavailable"

@@ -8,6 +8,7 @@ touched-but-identical files are read and hashed but not re-indexed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
@@ -18,15 +19,27 @@ from datetime import UTC, datetime
 import structlog
 
 from notarium_search.collection import CollectionRules
+from notarium_search.faults import IndexFolderMissing, StorageFault, describe
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.manifest import Entry, Manifest
 from notarium_search.models import IndexProgress, IndexState, ParsedNote, SourceFile
 from notarium_search.parse import NotANote, decode_note, parse_note
-from notarium_search.scan import SpaceUnavailable, check_root, scan_space, stat_paths
+from notarium_search.scan import (
+    RESOURCE_ERRNOS,
+    OutsideSpace,
+    SpaceUnavailable,
+    check_root,
+    open_note,
+    scan_space,
+    stat_paths,
+)
 from notarium_search.settings import Settings, SpaceConfig
 
 PARSER_VERSION = 6  # bump when parse/markdown output changes: forces a rebuild
+# Errors that stop a pass at once, leaving what is committed as it is: the
+# index, the writer or the machine failing, not one note.
+PASS_STOPPERS = (IndexLocked, StorageFault, IndexFolderMissing)
 # Intermediate commits make a build searchable early, but each one leaves a
 # Tantivy segment, and segments slow every query (tantivy-py cannot force a
 # merge). The first commit comes quickly; the interval then doubles.
@@ -73,6 +86,11 @@ class SpaceIndexer:
         # What the next commit writes, recorded before it (see manifest.py).
         self._touched_ids: set[str] = set()
         self._touched_paths: set[str] = set()
+        # A failed pass could not read the saved manifest back (too many open
+        # files): the in-memory one may describe uncommitted writes, so the
+        # next pass reads it first, or fails again without touching anything.
+        self._manifest_stale = False
+        self._work: list[SourceFile] = []  # the files the current pass reads, in path order
 
     def reconcile(
         self,
@@ -87,6 +105,12 @@ class SpaceIndexer:
         Raises scan.SpaceUnavailable, before anything is touched, when the
         space's folder is not there: its notes are unknown, not deleted."""
         check_root(self.space.path)
+        if not (self.lexical.directory / "meta.json").exists():
+            # Deleted under the running service: commits could no longer land (and
+            # one with nothing to write would not even fail): the space is rebuilt.
+            raise IndexFolderMissing(f"the index folder {self.lexical.directory} was deleted")
+        if self._manifest_stale:
+            self._reload_manifest()
         progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
         progress.last_indexed = self.progress.last_indexed
         self.progress = progress
@@ -95,9 +119,11 @@ class SpaceIndexer:
         except BaseException:
             # The in-memory manifest may describe writes that were never
             # committed: go back to the last saved one, which matches the index.
-            self.manifest = Manifest.load(self.manifest.path, self.manifest.fingerprint)
             self._touched_ids.clear()
             self._touched_paths.clear()
+            self._manifest_stale = True
+            with contextlib.suppress(StorageFault):  # still unreadable: the next pass reads it first
+                self._reload_manifest()
             raise
         interrupted = stop is not None and stop.is_set() and progress.done < progress.total
         progress.state = IndexState.BUILDING if interrupted else IndexState.READY
@@ -112,6 +138,10 @@ class SpaceIndexer:
             interrupted=interrupted,
         )
         return progress
+
+    def _reload_manifest(self) -> None:
+        self.manifest = Manifest.load(self.manifest.path, self.manifest.fingerprint)
+        self._manifest_stale = False
 
     def _reconcile(
         self,
@@ -130,13 +160,13 @@ class SpaceIndexer:
                 self.lexical.delete(note_id)
                 progress.deleted += 1
                 progress.deleted_ids.add(note_id)
-        changed = self._to_read(files)
-        progress.total = len(changed)
+        self._work = self._to_read(files)
+        progress.total = len(self._work)
         owners = self.manifest.ids()
         last_commit = time.monotonic()
         interval = FIRST_COMMIT_SECONDS
         pending = len(gone)
-        for source in changed:
+        for source in self._work:  # grows when a note must be read again (see _demote)
             if stop is not None and stop.is_set():
                 break
             pending += self._apply_isolated(source, owners, progress)
@@ -164,8 +194,8 @@ class SpaceIndexer:
         """One bad file never stops the scan: an unexpected error skips it."""
         try:
             return self._apply(source, owners, progress)
-        except IndexLocked:
-            raise  # the index, not this file: the whole pass stops and is retried
+        except PASS_STOPPERS:
+            raise  # the index, the writer or the machine, not this file: the pass stops and is retried
         except Exception as exc:  # logged with its traceback; the file is retried next pass
             log.exception("note_failed", space=self.space.name, path=source.rel_path)
             self._skip(progress, source.rel_path, f"internal error: {type(exc).__name__}")
@@ -190,8 +220,8 @@ class SpaceIndexer:
                 f" was really deleted, POST /spaces/{self.space.name}/reindex?full=1 empties it"
             )
         present = {f.rel_path for f in scan.files}
-        # Under a folder that could not be listed, recorded notes are unknown: kept, not deleted.
-        return scan.files, [p for p in self.manifest.entries if p not in present and not p.startswith(scan.unreadable)]
+        # Where the scan could not see (a folder not listed, a file not stat'ed), notes are unknown: kept.
+        return scan.files, [p for p in self.manifest.entries if p not in present and not scan.keeps(p)]
 
     def _stat_targeted(self, paths: Collection[str]) -> tuple[list[SourceFile], list[str]] | None:
         surveyed = stat_paths(self.space.path, paths, self.space.include, self.space.exclude)
@@ -249,11 +279,13 @@ class SpaceIndexer:
                 self.lexical.delete(previous_id)
                 owners.pop(previous_id, None)
                 progress.deleted_ids.add(previous_id)
+                self._read_claimants(previous_id, progress)
             return 1 if previous_id else 0
         self.lexical.upsert(read.note, previous_id)
         if previous_id is not None and previous_id != read.note.id:
             owners.pop(previous_id, None)
             progress.deleted_ids.add(previous_id)
+            self._read_claimants(previous_id, progress)
         owners[read.note.id] = source.rel_path
         progress.indexed += 1
         progress.changed_ids.add(read.note.id)
@@ -263,9 +295,15 @@ class SpaceIndexer:
         limit = self.settings.max_file_bytes
         too_big = source.size > limit
         try:
-            with open(source.abs_path, "rb") as handle:
+            with open_note(self.space.path, source.rel_path) as handle:
                 raw = handle.read(limit if too_big else -1)
+        except OutsideSpace as exc:  # swapped for a symlink out of the space since the scan
+            return self._skip_read(
+                Entry(source.mtime_ns, source.size, "", None), progress, source.rel_path, str(exc.strerror)
+            )
         except OSError as exc:  # vanished or unreadable: retried at the next reconcile
+            if exc.errno in RESOURCE_ERRNOS:
+                raise StorageFault(f"cannot read {source.rel_path}: {describe(exc)}") from exc
             self._skip(progress, source.rel_path, f"cannot read: {exc.strerror}")
             return None
         digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
@@ -287,14 +325,49 @@ class SpaceIndexer:
         for warning in note.warnings:
             log.warning("note_warning", space=self.space.name, path=source.rel_path, warning=warning)
         owner = owners.get(note.id)
-        if owner is not None and owner != source.rel_path:
-            if note.id == source.rel_path or source.rel_path in owners:
+        if owner is not None and owner != source.rel_path and source.rel_path < owner:
+            self._demote(owner, note.id, source.rel_path, progress)
+            owner = owners.pop(note.id)
+        elif owner is not None and owner != source.rel_path:
+            # Indexed under its path instead, unless another note already has that path as its id.
+            if note.id == source.rel_path or owners.get(source.rel_path, source.rel_path) != source.rel_path:
                 return self._skip_read(entry, progress, source.rel_path, f"note id {note.id!r} already used by {owner}")
             log.warning("duplicate_note_id", space=self.space.name, path=source.rel_path, id=note.id, owner=owner)
             claimed = note.id
             note = replace(note, id=source.rel_path)
             return _Read(Entry(source.mtime_ns, source.size, digest, note.id, claimed_id=claimed), note)
         return _Read(Entry(source.mtime_ns, source.size, digest, note.id), note)
+
+    def _demote(self, holder: str, note_id: str, winner: str, progress: IndexProgress) -> None:
+        """`winner`'s path sorts before `holder`'s, and both ask for `note_id`:
+        a clean build reads files in path order, so the first path holds the
+        id whatever the order the files appeared in. The holder's document
+        goes with the winner's upsert (same id); the holder is read again in
+        this pass and indexed under its path."""
+        log.warning("duplicate_note_id", space=self.space.name, path=holder, id=note_id, owner=winner)
+        self.manifest.entries[holder] = Entry(-1, -1, "", None)  # no document of its own any more
+        self._touched_paths.add(holder)
+        self._touched_ids.add(note_id)
+        self._read_again([holder], progress)
+
+    def _read_claimants(self, note_id: str, progress: IndexProgress) -> None:
+        """`note_id` came free in this pass: the files that asked for it while
+        another held it are read again (the first path takes it, as in a
+        clean build), instead of waiting for a later pass."""
+        claimants = [p for p, e in self.manifest.entries.items() if e.claimed_id == note_id]
+        if claimants:
+            self._read_again(claimants, progress)
+
+    def _read_again(self, rel_paths: list[str], progress: IndexProgress) -> None:
+        """Add files to the current pass (read after those already listed)."""
+        waiting = {s.rel_path for s in self._work[progress.done + 1 :]}
+        surveyed = stat_paths(
+            self.space.path, [p for p in rel_paths if p not in waiting], self.space.include, self.space.exclude
+        )
+        if surveyed is None:  # a folder moved meanwhile: the next full pass finds them (their entries changed)
+            return
+        self._work.extend(surveyed[0])
+        progress.total += len(surveyed[0])
 
     def _skip_read(self, entry: Entry, progress: IndexProgress, rel_path: str, reason: str) -> _Read:
         self._skip(progress, rel_path, reason)
@@ -323,7 +396,7 @@ class SpaceIndexer:
         for rel_path in [p for p, e in self.manifest.entries.items() if p in paths or e.note_id in ids]:
             del self.manifest.entries[rel_path]
         progress.deleted_ids |= ids
-        self.lexical.commit()
+        self.manifest.opstamp = self.lexical.commit()
         self.manifest.save()
         self.manifest.settle()
 
@@ -331,7 +404,7 @@ class SpaceIndexer:
         touched = bool(self._touched_ids or self._touched_paths)
         if touched:
             self.manifest.mark_unsettled(self._touched_ids, self._touched_paths)
-        self.lexical.commit()
+        self.manifest.opstamp = self.lexical.commit()
         self.manifest.save()
         if touched:
             self.manifest.settle()

@@ -21,6 +21,8 @@ from pathlib import Path
 import msgspec
 import structlog
 
+from notarium_search.faults import StorageFault, describe
+
 log = structlog.get_logger(__name__)
 
 
@@ -46,6 +48,7 @@ class Unsettled(msgspec.Struct):
 class _File(msgspec.Struct):
     fingerprint: str
     entries: dict[str, Entry]
+    opstamp: int | None = None  # absent from manifests written before it was recorded
 
 
 @dataclass(slots=True)
@@ -53,25 +56,44 @@ class Manifest:
     path: Path
     fingerprint: str
     entries: dict[str, Entry] = field(default_factory=dict)
+    opstamp: int | None = None
+    """Tantivy's opstamp of the commit these entries describe: an index whose
+    meta.json names an older one (restored, or a file swapped) lost notes."""
 
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> Manifest:
-        """The stored manifest, or an empty one when it is missing, unreadable
-        or was written for another fingerprint (forcing a rebuild)."""
+        """The stored manifest, or an empty one when it is missing, invalid or
+        was written for another fingerprint (forcing a rebuild). Raises
+        StorageFault when it could not be read (too many open files, an I/O
+        error): that says nothing of what it holds, and an empty manifest in
+        its place once left deleted notes in the index for good."""
         try:
-            stored = msgspec.json.decode(path.read_bytes(), type=_File)
+            data = path.read_bytes()
         except FileNotFoundError:
             return cls(path, fingerprint)
-        except (OSError, msgspec.DecodeError) as exc:
+        except OSError as exc:
+            raise StorageFault(f"cannot read the manifest {path}: {describe(exc)}") from exc
+        try:
+            stored = msgspec.json.decode(data, type=_File)
+        except msgspec.DecodeError as exc:
             log.warning("manifest_unreadable", path=str(path), error=str(exc))
             return cls(path, fingerprint)
         if stored.fingerprint != fingerprint:
             log.info("manifest_fingerprint_changed", old=stored.fingerprint, new=fingerprint)
             return cls(path, fingerprint)
-        return cls(path, fingerprint, stored.entries)
+        return cls(path, fingerprint, stored.entries, stored.opstamp)
 
     def save(self) -> None:
-        write_atomic(self.path, msgspec.json.encode(_File(self.fingerprint, self.entries)))
+        write_atomic(self.path, msgspec.json.encode(_File(self.fingerprint, self.entries, self.opstamp)))
+
+    def forget(self) -> None:
+        """No record of the index any more (it is rebuilt from the files)."""
+        self.entries.clear()
+        self.opstamp = None
+
+    def indexed_notes(self) -> int:
+        """How many documents the index holds when it matches this manifest."""
+        return sum(1 for e in self.entries.values() if e.note_id is not None)
 
     @property
     def unsettled_path(self) -> Path:
@@ -87,12 +109,17 @@ class Manifest:
         _fsync_directory(self.path.parent)
 
     def load_unsettled(self) -> Unsettled | None:
-        """The record a crash left, if any."""
+        """The record a crash left, if any. Raises StorageFault when it could
+        not be read: only a record read and found invalid means "redo everything"."""
         try:
-            return msgspec.json.decode(self.unsettled_path.read_bytes(), type=Unsettled)
+            data = self.unsettled_path.read_bytes()
         except FileNotFoundError:
             return None
-        except (OSError, msgspec.DecodeError) as exc:
+        except OSError as exc:
+            raise StorageFault(f"cannot read {self.unsettled_path}: {describe(exc)}") from exc
+        try:
+            return msgspec.json.decode(data, type=Unsettled)
+        except msgspec.DecodeError as exc:
             log.warning("unsettled_record_unreadable", path=str(self.unsettled_path), error=str(exc))
             return Unsettled([], [], everything=True)
 

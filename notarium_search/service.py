@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 import structlog
 
 from notarium_search import metadata
-from notarium_search.errors import ChannelUnavailable, IndexRepairing, InvalidParameter, NoteNotFound, UnknownSpace
+from notarium_search.errors import (
+    ChannelUnavailable,
+    IndexRepairing,
+    IndexUnavailable,
+    InvalidParameter,
+    NoteNotFound,
+    UnknownSpace,
+)
+from notarium_search.faults import StorageFault, describe, is_passing
 from notarium_search.graph import GRAPH_SEEDS
 from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
@@ -79,6 +87,11 @@ def reading(space: Space) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
+        if isinstance(exc, StorageFault) or (type(exc) is ValueError and is_passing(exc)):
+            _log_unavailable(space.name, exc)
+            raise IndexUnavailable(
+                f"the index of space {space.name} cannot be read right now ({describe(exc)}); retry shortly"
+            ) from exc
         if not is_damage(exc):
             raise
         space.request_repair(f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -86,6 +99,22 @@ def reading(space: Space) -> Iterator[None]:
             f"the index of space {space.name} is damaged and being rebuilt from the notes; retry shortly"
             f" (GET /spaces/{space.name}/status follows the rebuild)"
         ) from exc
+
+
+# A shortage (too many open files) fails every request while it lasts: one
+# line per space and per minute says so, not one per request.
+UNAVAILABLE_LOG_SECONDS = 60.0
+_unavailable_logged: dict[str, float] = {}
+_unavailable_lock = threading.Lock()
+
+
+def _log_unavailable(space: str, exc: BaseException, now: Callable[[], float] = time.monotonic) -> None:
+    with _unavailable_lock:
+        last = _unavailable_logged.get(space)
+        if last is not None and now() - last < UNAVAILABLE_LOG_SECONDS:
+            return
+        _unavailable_logged[space] = now()
+    log.error("index_unavailable", space=space, error=describe(exc), repeats="logged once a minute at most")
 
 
 class Service:
@@ -257,6 +286,9 @@ class Service:
             items, next_cursor = metadata.notes_page(space.lexical, self._filters(space, filters), limit, cursor)
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
+        # Like search and feed: never a note whose file is gone (a 1,000-file
+        # `git checkout` listed deleted notes for 3-7 s before the index caught up).
+        items = [record for record in items if space.on_disk(record.note)]
         return NotesPage(tuple(items), next_cursor, partial=not space.ready)
 
     @guarded
@@ -270,7 +302,7 @@ class Service:
         space = self.space(name)
         payloads = lexical.payloads_by_id(space.lexical, [note_id])
         payload = payloads.get(note_id)
-        if payload is None:
+        if payload is None or not space.on_disk(payload.summary()):
             raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
         space.graph.ensure_built()
         graph = space.graph.graph
@@ -293,7 +325,8 @@ class Service:
     def activations(self, name: str, filters: FeedFilter, since: datetime | None, limit: int) -> list[NoteRecord]:
         space = self.space(name)
         _check_limit(limit)
-        return metadata.activated_since(space.lexical, self._filters(space, filters), since, limit)
+        found = metadata.activated_since(space.lexical, self._filters(space, filters), since, limit)
+        return [record for record in found if space.on_disk(record.note)]
 
 
 def load_configured_embedder(settings: Settings) -> Embedder:

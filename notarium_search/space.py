@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import structlog
 
+from notarium_search.faults import IndexFolderMissing, StorageFault
 from notarium_search.graph_channel import GraphChannel
 from notarium_search.indexer import SpaceIndexer, index_fingerprint
 from notarium_search.lexical import search as lexical_search
@@ -61,6 +62,7 @@ class Space:
         self.config = config
         self.settings = settings
         self.name = config.name
+        self.read_only = read_only
         self.directory = settings.index_dir / config.name
         self._lock: TextIO | None = None
         manifest = Manifest.load(self.directory / "manifest.json", index_fingerprint(config, settings))
@@ -73,13 +75,16 @@ class Space:
             # service, or `notarium-search index`) must never wipe a live index.
             self._lock = _lock_space(self.directory)
             if rebuild:
-                manifest.entries.clear()
+                manifest.forget()
             if not manifest.entries:
                 # No trustworthy record of what the index holds: rebuild it from the files.
                 shutil.rmtree(self.directory / "lexical", ignore_errors=True)
-        self.lexical = LexicalIndex(self.directory / "lexical", config.language)
+        self.lexical = LexicalIndex(self.directory / "lexical", config.language, read_only=read_only)
         if self.lexical.created:
-            manifest.entries.clear()
+            manifest.forget()
+        # Why the index does not match its manifest (an older meta.json put
+        # back: notes lost with no error), or None; repaired below unless read-only.
+        self.mismatch = index_mismatch(self.lexical, manifest)
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
         self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost)
         if read_only and settings.graph_boost:
@@ -112,6 +117,8 @@ class Space:
         self._ready = threading.Event()
         self._failure: str | None = None
         self._folder_away = False  # the last pass found the notes folder missing or empty
+        if self.mismatch is not None and not read_only:
+            self.request_repair(self.mismatch)  # the first job: answers come from the old index meanwhile
 
     # -- writer thread ----------------------------------------------------
 
@@ -144,10 +151,21 @@ class Space:
         self._jobs.put(self._reconcile_job)
 
     def attach_embedder(self, embedder: Embedder) -> None:
-        """The model is loaded: build or open the vectors (on the writer thread)."""
+        """The model is loaded: build or open the vectors (on the writer thread;
+        again later when their files could not be read for a passing reason)."""
         if self.semantic is not None:
             semantic = self.semantic
-            self._jobs.put(lambda: semantic.attach(embedder, in_slices=True))
+
+            def attach() -> None:
+                try:
+                    semantic.attach(embedder, in_slices=True)
+                except StorageFault as exc:
+                    log.error(
+                        "semantic_open_failed", space=self.name, error=str(exc), retry_seconds=self._retry_seconds
+                    )
+                    self._later(lambda: self._jobs.put(attach))
+
+            self._jobs.put(attach)
 
     def semantic_unavailable(self, reason: str) -> None:
         if self.semantic is not None:
@@ -188,11 +206,16 @@ class Space:
         """A failed pass (a full disk, a file locked by another program) is
         tried again by itself, at growing intervals, without waiting for the
         next change of the files."""
-        delay, self._retry_seconds = self._retry_seconds, min(self._retry_seconds * 2, RETRY_MAX_SECONDS)
+        delay = self._later(self.request_reindex)
         self._failure = f"{self._failure}; retrying in {delay:g} s" if self._failure else None
-        timer = threading.Timer(delay, self.request_reindex)
+
+    def _later(self, action: Callable[[], None]) -> float:
+        """Run `action` after the current retry delay (which then doubles); returns the delay."""
+        delay, self._retry_seconds = self._retry_seconds, min(self._retry_seconds * 2, RETRY_MAX_SECONDS)
+        timer = threading.Timer(delay, action)
         timer.daemon = True
         timer.start()
+        return delay
 
     def request_repair(self, reason: str) -> None:
         """The lexical index failed a read: rebuild it from the notes (once,
@@ -204,7 +227,29 @@ class Space:
             self._jobs.put(self._repair_job)
 
     def _repair_job(self) -> None:
+        try:
+            self._ensure_folder()
+        except IndexLocked as exc:  # another process made the folder again and holds it now
+            log.error("space_index_locked", space=self.name, error=str(exc))
+            self._failure = str(exc)
+            self.indexer.progress.state = IndexState.FAILED
+            return
         self._rebuild(self._recreate_lexical)
+        if self.semantic is not None and self.semantic.index is not None and not self.semantic.index.directory.exists():
+            self.semantic.index.save_again()  # the vectors held in memory are still good: no re-embedding
+
+    def _ensure_folder(self) -> None:
+        """The index folder deleted under the running service: make it again
+        and lock it again (the held lock is on a file that no longer exists,
+        so another process could have locked a new one)."""
+        if self._lock is not None and _holds_lock(self._lock, self.directory):
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        lock = _lock_space(self.directory)
+        if self._lock is not None:
+            self._lock.close()
+        self._lock = lock
+        log.warning("space_index_folder_recreated", space=self.name, directory=str(self.directory))
 
     def _recreate_lexical(self) -> None:
         self.lexical.recreate()
@@ -227,11 +272,14 @@ class Space:
             self._repair_queued.clear()  # a read that meets the damage again asks again
             self._retry_later()
             return
+        # Building from now on: answers say `partial` (from the last good
+        # commit, still served) before anything is emptied.
+        self.indexer.progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
         # The emptied manifest is saved before anything is deleted: killed at any
         # point after this, the next start finds no trustworthy record and
         # rebuilds from the files (a saved full manifest beside a committed
         # delete-all would make it trust an empty index).
-        self.indexer.manifest.entries.clear()
+        self.indexer.manifest.forget()
         self.indexer.manifest.save()
         empty_index()
         self.run_reconcile()
@@ -252,13 +300,14 @@ class Space:
         paths = self._take_pending()
         try:
             progress = self.run_reconcile(paths=paths)
-        except SpaceUnavailable:
-            # Logged and shown in status by run_reconcile; the retries see the folder come back.
+        except IndexFolderMissing as exc:
+            self.request_repair(str(exc))
+            return
+        except Exception:  # noqa: BLE001 - logged once by run_reconcile, shown in status; retried
+            # A missing folder, a full disk, too many open files: the retries
+            # see the condition pass, without waiting for a change of the files.
             self._retry_later()
             return
-        except Exception:
-            self._retry_later()
-            raise
         self._retry_seconds = RETRY_FIRST_SECONDS
         if self.semantic is not None:
             self.semantic.after_lexical(progress.changed_ids, progress.deleted_ids)
@@ -278,6 +327,15 @@ class Space:
             raise
         except IndexLocked as exc:
             log.error("space_index_locked", space=self.name, error=str(exc))
+            self._failure = str(exc)
+            self.indexer.progress.state = IndexState.FAILED
+            self._ready.set()
+            raise
+        except IndexFolderMissing as exc:
+            log.error("space_index_folder_missing", space=self.name, error=str(exc), action="rebuilding")
+            raise
+        except StorageFault as exc:  # one line a pass: the condition, not a traceback per note
+            log.error("space_index_failed", space=self.name, error=str(exc))
             self._failure = str(exc)
             self.indexer.progress.state = IndexState.FAILED
             self._ready.set()
@@ -334,6 +392,10 @@ class Space:
         return False
 
     def status(self) -> SpaceStatus:
+        if not self.read_only and not (self.directory / "lexical").is_dir():
+            # Deleted under the running service: answers still come from the open
+            # files, but nothing could be committed; rebuilt now rather than at the next edit.
+            self.request_repair(f"the index folder {self.directory} was deleted")
         progress = self.indexer.progress
         rate, eta = rate_and_eta(progress)
         lexical = LexicalStatus(
@@ -370,6 +432,34 @@ class Space:
         if self.graph.enabled and not self.graph.built:
             return True
         return self.semantic is not None and not self.semantic.unavailable and not self.semantic.ready
+
+
+def index_mismatch(lexical: LexicalIndex, manifest: Manifest) -> str | None:
+    """Why the index does not hold what its manifest says, or None. The
+    manifest is saved after each commit, with the commit's opstamp; an index
+    whose meta.json names an older commit, or whose note count differs, lost
+    or kept notes behind the manifest's back (an older meta.json with one
+    segment fewer silently lost 750 notes in the attack review). A commit
+    cut short by a crash (unsettled.json) is redone by the next pass instead."""
+    if lexical.created or not manifest.entries or manifest.load_unsettled() is not None:
+        return None
+    opstamp = lexical.committed_opstamp()
+    if manifest.opstamp is not None and opstamp is not None and opstamp < manifest.opstamp:
+        return f"the index is older than its manifest (commit {opstamp}, manifest {manifest.opstamp})"
+    held, expected = int(lexical.searcher().num_docs), manifest.indexed_notes()
+    if held != expected:
+        return f"the index holds {held} notes, its manifest {expected}"
+    return None
+
+
+def _holds_lock(handle: TextIO, directory: Path) -> bool:
+    """Whether the lock held is still on the folder's writer.lock (same file)."""
+    try:
+        current = os.stat(directory / "writer.lock")
+    except OSError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _lock_space(directory: Path) -> TextIO:

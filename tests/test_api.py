@@ -244,6 +244,22 @@ def test_forged_cursors_are_400(client, raw):
     assert client.get("/spaces/notes/status").json()["lexical"]["repaired"] is None
 
 
+def test_listings_never_name_a_deleted_file(vault: Vault):
+    """Search and feed check each hit's file; `/notes` and `/activations` did
+    not: during a 1,000-file `git checkout` they listed deleted notes for
+    3-7 s, until the writer caught up. Here the writer never runs."""
+    for name in ("a", "b", "c"):
+        vault.write(f"{name}.md", fm(name, "texte", tags="[t]", used_in="[Blog]"))
+    service = vault.service(watch=False, reconcile_interval=0)
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+        vault.remove("b.md")
+        listed = client.get("/spaces/notes/notes", params={"tags": "t"}).json()["items"]
+        assert sorted(item["id"] for item in listed) == ["a", "c"]
+        used = client.get("/spaces/notes/activations", params={"since": "2000-01-01"}).json()["notes"]
+        assert sorted(item["id"] for item in used) == ["a", "c"]
+        assert_error(client.get("/spaces/notes/notes/b"), 404, "note_not_found")
+
+
 def test_feed_is_newest_first_within_a_second(vault: Vault):
     base = 1_700_000_000
     for i in range(30):  # a git clone or a sync gives many files the same second

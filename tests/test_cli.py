@@ -140,6 +140,33 @@ def test_index_refuses_while_a_service_writes_the_space(vault: Vault, tmp_path: 
         service.stop()
 
 
+def index_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_read_only_commands_never_touch_an_index_they_cannot_open(vault: Vault, tmp_path: Path):
+    """`status` beside a running server once deleted 20 of 23 files of its
+    index: a read-only open removed the folder on any open error (a segment
+    merged away while it opened, here a meta.json it cannot read)."""
+    vault.write("a.md", "---\nid: a\n---\ntexte\n")
+    service = vault.service(index_dir=tmp_path / "index")  # the live writer
+    try:
+        lexical_dir = tmp_path / "index" / "notes" / "lexical"
+        (lexical_dir / "meta.json").write_text("{")
+        before = index_files(lexical_dir)
+        status = run(["status", "--json"], vault, tmp_path)
+        assert status.returncode == 0, status.stderr
+        (row,) = json.loads(status.stdout)["spaces"]
+        assert row["state"] == "unreadable"
+        assert "cannot open the index" in row["detail"]
+        found = run(["search", "notes", "texte"], vault, tmp_path)
+        assert found.returncode == 1
+        assert "cannot open the index" in found.stderr
+        assert index_files(lexical_dir) == before  # nothing deleted, moved or written
+    finally:
+        service.stop()
+
+
 def test_second_service_on_the_same_index_refuses_to_start(vault: Vault, tmp_path: Path):
     vault.write("a.md", "---\nid: a\n---\ntexte\n")
     service = vault.service(index_dir=tmp_path / "index")

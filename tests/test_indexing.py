@@ -121,6 +121,49 @@ def test_a_note_takes_its_id_back_when_the_holder_goes(vault: Vault):
     service.stop()
 
 
+def id_owners(service: Service) -> dict[str, str]:
+    """note id → path, as the index holds them."""
+    return {p.id: p.path for p in lexical.all_payloads(service.spaces["notes"].lexical)}
+
+
+@pytest.mark.parametrize("targeted", [False, True])
+def test_a_duplicate_id_goes_to_the_first_path_whatever_the_history(vault: Vault, targeted: bool):
+    """Two files claiming `id: shared`: the live index gave it to the older
+    one, a clean build to the other. The first path wins both ways; the other
+    note is indexed under its path, and the loser is logged."""
+    vault.write("m.md", note("shared", "milieu"))
+    vault.write("z.md", note("shared", "fin"))
+    service = vault.service()
+    space = service.spaces["notes"]
+    assert id_owners(service) == {"shared": "m.md", "z.md": "z.md"}
+    vault.write("a.md", note("shared", "début"))  # appears later, sorts first
+    space.run_reconcile(paths={"a.md"} if targeted else None)
+    live = id_owners(service)
+    service.stop()
+    (vault.root.parent / "clean").mkdir()
+    clean = Vault(vault.root.parent / "clean")
+    for path in ("a.md", "m.md", "z.md"):
+        clean.write(path, (vault.root / "notes" / path).read_text())
+    rebuilt = clean.service()
+    assert live == id_owners(rebuilt) == {"shared": "a.md", "m.md": "m.md", "z.md": "z.md"}
+    rebuilt.stop()
+    service = vault.service()
+    vault.remove("a.md")  # the id comes free: the next path in order takes it back
+    service.spaces["notes"].run_reconcile(paths={"a.md"} if targeted else None)
+    assert id_owners(service) == {"shared": "m.md", "z.md": "z.md"}
+    service.stop()
+
+
+def test_an_id_freed_by_an_edit_goes_to_the_waiting_note_in_the_same_pass(vault: Vault):
+    vault.write("a.md", note("shared", "premier"))
+    vault.write("b.md", note("shared", "second"))
+    service = vault.service()
+    vault.write("a.md", note("other", "premier renommé"))  # a.md gives the id up
+    service.spaces["notes"].run_reconcile(paths={"a.md"})
+    assert id_owners(service) == {"other": "a.md", "shared": "b.md"}  # as a clean build gives them
+    service.stop()
+
+
 def test_bad_files_are_skipped_or_indexed_never_fatal(vault: Vault, caplog: pytest.LogCaptureFixture):
     vault.write("bom.md", "\ufeff---\ntitle: Avec BOM\ntags: a, b\n---\ncorps avec bom\n")
     vault.write("latin1.md", "caf\xe9 cr\xe8me".encode("latin-1"))

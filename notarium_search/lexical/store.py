@@ -8,7 +8,7 @@ searcher replaced) so that results are fresh at once.
 from __future__ import annotations
 
 import shutil
-import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -16,6 +16,7 @@ import structlog
 import tantivy
 
 from notarium_search.analysis import Analyzers, analyzers, register_analyzers
+from notarium_search.faults import IndexFolderMissing, StorageFault, describe, is_lock_busy, is_passing
 from notarium_search.lexical.schema import build_schema, to_document
 from notarium_search.models import ParsedNote
 
@@ -29,20 +30,37 @@ class IndexLocked(RuntimeError):
     """Another process (a running service, or `notarium-search index`) holds the writer lock."""
 
 
+class IndexUnreadable(RuntimeError):
+    """A read-only open could not open the index; nothing was touched."""
+
+
+class WriterFailed(StorageFault):
+    """Tantivy's writer failed (a full disk, an I/O error): the pass stops at
+    the first failure (a dead writer fails every later note: 12,688 tracebacks
+    in 26 s in the attack review) and the next pass makes a new writer."""
+
+
 def is_damage(exc: BaseException) -> bool:
     """Whether an exception from a read is the index's files failing (tantivy
     raises a plain ValueError for I/O and decoding errors, and pyo3 turns a
     Rust panic on bad bytes into a PanicException, a BaseException), rather
-    than a bad request (our own errors subclass ValueError)."""
+    than a bad request (our own errors subclass ValueError) or a passing
+    shortage of the machine (too many open files: faults.is_passing)."""
     if isinstance(exc, msgspec.DecodeError):  # a stored payload that no longer decodes
         return True
+    if type(exc) is ValueError and is_passing(exc):
+        return False
     return type(exc) is ValueError or type(exc).__name__ == "PanicException"
 
 
 class LexicalIndex:
-    def __init__(self, directory: Path, language: str) -> None:
+    def __init__(self, directory: Path, language: str, read_only: bool = False) -> None:
+        """`read_only`: open what another process writes; never create,
+        delete or write anything (IndexUnreadable when it cannot be opened)."""
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        if not read_only:
+            directory.mkdir(parents=True, exist_ok=True)
         # Tantivy silently creates an empty index when meta.json is missing:
         # callers must then forget their manifest and re-index from the files.
         self.created = not (directory / "meta.json").exists()
@@ -50,15 +68,25 @@ class LexicalIndex:
         self.index = self._open()
         self.schema = self.index.schema
         self._writer: tantivy.IndexWriter | None = None
-        self._write_lock = threading.Lock()
         # Creating a searcher costs ~1.5 ms (measured at 10,000 notes): one is
         # shared by every reader until the next commit replaces it.
         self._searcher = self.index.searcher()
 
     def _open(self) -> tantivy.Index:
+        if self.read_only:
+            if self.created:
+                raise IndexUnreadable(f"no index in {self.directory}")
+            try:
+                index = tantivy.Index(build_schema(self.analyzers), path=str(self.directory), reuse=True)
+            except (OSError, ValueError) as exc:
+                raise IndexUnreadable(f"cannot open the index in {self.directory}: {describe(exc)}") from exc
+            register_analyzers(index, self.analyzers.language)
+            return index
         try:
             index = tantivy.Index(build_schema(self.analyzers), path=str(self.directory), reuse=True)
         except (OSError, ValueError) as exc:
+            if is_passing(exc):  # says nothing of the files: never a reason to delete them
+                raise StorageFault(f"cannot open the index in {self.directory}: {describe(exc)}") from exc
             log.warning("lexical_index_unreadable", directory=str(self.directory), error=str(exc))
             shutil.rmtree(self.directory, ignore_errors=True)
             self.directory.mkdir(parents=True)
@@ -72,8 +100,24 @@ class LexicalIndex:
 
     def reload(self) -> None:
         """See the last commit (and finished merges) from now on."""
-        self.index.reload()
+        try:
+            self.index.reload()
+        except ValueError as exc:
+            raise self._failure("reload", exc) from exc
         self._searcher = self.index.searcher()
+
+    def committed_opstamp(self) -> int | None:
+        """The opstamp meta.json names (None: no readable meta.json)."""
+        try:
+            meta = msgspec.json.decode((self.directory / "meta.json").read_bytes())
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageFault(f"cannot read {self.directory / 'meta.json'}: {describe(exc)}") from exc
+        except msgspec.DecodeError:
+            return None
+        opstamp = meta.get("opstamp") if isinstance(meta, dict) else None
+        return opstamp if isinstance(opstamp, int) else None
 
     # -- writer side (the space's writer thread only) --------------------
 
@@ -82,40 +126,67 @@ class LexicalIndex:
             try:
                 self._writer = self.index.writer(WRITER_HEAP_BYTES, WRITER_THREADS)
             except ValueError as exc:
-                if "lock" in str(exc).lower():
+                if is_lock_busy(exc):
                     raise IndexLocked(f"index {self.directory} is in use by another process") from exc
-                raise
+                raise self._failure("open its writer", exc) from exc
         return self._writer
 
-    def upsert(self, note: ParsedNote, previous_id: str | None = None) -> None:
-        writer = self._get_writer()
-        doc = to_document(note)
-        writer.delete_documents_by_term("id", previous_id or note.id)
-        if previous_id is not None and previous_id != note.id:
-            writer.delete_documents_by_term("id", note.id)
-        writer.add_document(doc)
-
-    def delete(self, note_id: str) -> None:
-        self._get_writer().delete_documents_by_term("id", note_id)
-
-    def delete_all(self) -> None:
-        self._get_writer().delete_all_documents()
-
-    def commit(self) -> None:
-        """Publish pending changes; on failure the writer is recreated (a failed
-        commit leaves Tantivy's writer unusable) and the error re-raised."""
+    def _write(self, what: str, step: Callable[[tantivy.IndexWriter], object]) -> None:
         writer = self._get_writer()
         try:
-            writer.commit()
-        except BaseException:
-            self._writer = None
-            _release(writer)
+            step(writer)
+        except ValueError as exc:
+            self._drop_writer(writer)
+            raise self._failure(what, exc) from exc
+
+    def upsert(self, note: ParsedNote, previous_id: str | None = None) -> None:
+        doc = to_document(note)
+
+        def step(writer: tantivy.IndexWriter) -> None:
+            writer.delete_documents_by_term("id", previous_id or note.id)
+            if previous_id is not None and previous_id != note.id:
+                writer.delete_documents_by_term("id", note.id)
+            writer.add_document(doc)
+
+        self._write("index a note", step)
+
+    def delete(self, note_id: str) -> None:
+        self._write("delete a note", lambda writer: writer.delete_documents_by_term("id", note_id))
+
+    def delete_all(self) -> None:
+        self._write("empty the index", lambda writer: writer.delete_all_documents())
+
+    def commit(self) -> int:
+        """Publish pending changes and return the commit's opstamp; on failure
+        the writer is dropped (a failed commit leaves Tantivy's writer
+        unusable: the next write makes a new one) and the error raised."""
+        writer = self._get_writer()
+        try:
+            opstamp: int = writer.commit()
+        except BaseException as exc:
+            self._drop_writer(writer)
+            if isinstance(exc, ValueError):
+                raise self._failure("commit", exc) from exc
             raise
         self.reload()
+        return opstamp
+
+    def _drop_writer(self, writer: tantivy.IndexWriter) -> None:
+        self._writer = None
+        _release(writer)
+
+    def _failure(self, what: str, exc: ValueError) -> Exception:
+        """What a write error means: the index folder deleted under us, or a
+        writer failure to retry (disk full, I/O)."""
+        if not (self.directory / "meta.json").exists():
+            return IndexFolderMissing(f"the index folder {self.directory} was deleted")
+        return WriterFailed(f"the index of {self.directory.parent.name} could not {what}: {describe(exc)}")
 
     def recreate(self) -> None:
-        """Throw the index away and start an empty one (its files are damaged);
-        readers holding the old searcher keep their open files until done."""
+        """Throw the index away and start an empty one (its files are damaged,
+        or do not match their manifest). Readers keep the last searcher, and
+        its open files, until the rebuild's first commit replaces it: an
+        empty index published at once answered "no results" to everyone."""
         self._writer = None  # a writer over damaged segments cannot be trusted to close cleanly
         shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -123,7 +194,6 @@ class LexicalIndex:
         register_analyzers(self.index, self.analyzers.language)
         self.schema = self.index.schema
         self.created = True
-        self._searcher = self.index.searcher()
 
     def close(self) -> None:
         """Release the writer lock (waits for background merges)."""

@@ -28,6 +28,7 @@ import structlog
 
 from notarium_search.chunking import CHUNKING_FINGERPRINT, chunk_note
 from notarium_search.embedding import Embedder
+from notarium_search.faults import StorageFault, describe
 from notarium_search.manifest import write_atomic
 from notarium_search.models import Fragment, ParsedNote
 from notarium_search.vector_store import VectorStore, VectorStoreCorrupt
@@ -108,7 +109,9 @@ class SemanticIndex:
             manifest = msgspec.json.decode(self._manifest_path.read_bytes(), type=_Manifest)
         except FileNotFoundError:
             return
-        except (OSError, msgspec.DecodeError) as exc:
+        except OSError as exc:  # a passing fault, not damage: the vectors are kept (faults.py)
+            raise StorageFault(f"cannot read {self._manifest_path}: {describe(exc)}") from exc
+        except msgspec.DecodeError as exc:
             self._reset(f"vector manifest unreadable ({exc}): rebuilding")
             return
         if manifest.fingerprint != self.fingerprint:
@@ -142,6 +145,7 @@ class SemanticIndex:
         Nothing is written when nothing changed since the last checkpoint."""
         if not self._dirty:
             return
+        self.directory.mkdir(parents=True, exist_ok=True)  # deleted under the service: written anew
         with self._lock:
             if self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction():
                 self.store.compact()
@@ -156,6 +160,11 @@ class SemanticIndex:
         self._since_compaction += 1
         self._since_checkpoint = 0
         self.progress.last_checkpoint = time.monotonic()
+
+    def save_again(self) -> None:
+        """Write the vectors held in memory anew (their folder was deleted)."""
+        self._dirty = True
+        self.checkpoint()
 
     # -- writer side -------------------------------------------------------
 

@@ -1,0 +1,70 @@
+"""What a failed read or write of the index's own files means.
+
+Only content that was read and found invalid is damage: the index is then
+rebuilt from the notes. An operating-system error — too many open files, no
+memory, an I/O error, a full disk, a permission — says nothing about the
+content: the pass that met it stops, changes nothing more, and is tried again
+later. Treating EMFILE as damage emptied a manifest in memory and left notes
+deleted meanwhile in the index for good (the attack review's "ghost notes").
+
+Tantivy raises a plain ValueError for both kinds; the OS error is in its
+message (`Os { code: 24, kind: TooManyOpenFiles, … }`), which is how they are
+told apart here. Leaf module.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+
+# `Os { code: 24, …}` (Tantivy's Debug rendering of io::Error) or `(os error 24)` (its Display).
+_OS_CODE = re.compile(r"\bOs \{ code: (\d+)|\(os error (\d+)\)")
+_LOCK_BUSY = "LockBusy"
+
+
+class StorageFault(RuntimeError):
+    """The index's files could not be read or written for a reason that may
+    pass (descriptors, memory, I/O, disk space, permissions): nothing is
+    damaged and nothing was changed; the work is tried again later."""
+
+
+class IndexFolderMissing(RuntimeError):
+    """The space's index folder (or its lexical folder) was deleted under the
+    running service: it is recreated and rebuilt from the notes."""
+
+
+def os_error_code(exc: BaseException) -> int | None:
+    """The OS error number behind `exc`: its errno, or the one Tantivy
+    printed in its message; None when it is not an OS error."""
+    if isinstance(exc, OSError):
+        return exc.errno
+    match = _OS_CODE.search(str(exc))
+    if match is None:
+        return None
+    return int(match.group(1) or match.group(2))
+
+
+def is_passing(exc: BaseException) -> bool:
+    """Whether `exc` is an OS error other than a missing file: a condition of
+    the machine, not of the bytes. A missing file is not passing: a segment
+    named by meta.json that is gone is damage, a deleted folder needs a rebuild."""
+    code = os_error_code(exc)
+    return code is not None and code != errno.ENOENT
+
+
+def is_missing_file(exc: BaseException) -> bool:
+    return os_error_code(exc) == errno.ENOENT
+
+
+def is_lock_busy(exc: BaseException) -> bool:
+    """Tantivy's writer lock is held (by another process, or another writer here)."""
+    return _LOCK_BUSY in str(exc)
+
+
+def describe(exc: BaseException, limit: int = 200) -> str:
+    """One line for logs and status: the OS error's name when there is one."""
+    code = os_error_code(exc)
+    if code is not None and code in errno.errorcode:
+        return f"{errno.errorcode[code]} ({os.strerror(code)})"
+    return f"{type(exc).__name__}: {str(exc)[:limit]}"

@@ -1,0 +1,133 @@
+"""The manifest and the unsettled-commit record: what a failed read of them
+means. Only content read and found invalid is damage; an OS error while
+reading (too many open files) changes nothing and is retried."""
+
+from __future__ import annotations
+
+import errno
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from notarium_search.faults import StorageFault
+from notarium_search.manifest import Entry, Manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Fills the process's descriptor table (real EMFILE, no patching) and runs a
+# pass that needs to write, twice (as the service retries), frees the table,
+# deletes notes, runs passes again.
+EXHAUSTION = textwrap.dedent(
+    """
+    import json, os, sys
+    from pathlib import Path
+    from notarium_search.lexical import search as lexical
+    from notarium_search.logsetup import configure_logging
+    from notarium_search.service import Service
+    from notarium_search.settings import Settings, SpaceConfig
+
+    configure_logging("critical", sys.stderr)
+    notes, index = Path(sys.argv[1]), Path(sys.argv[2])
+    settings = Settings(spaces=(SpaceConfig("notes", notes, "fr"),), index_dir=index, watch=False,
+                        reconcile_interval=0, rate_limit_per_minute=0)
+    service = Service(settings)
+    space = service.spaces["notes"]
+    space.run_reconcile()
+    (notes / "n00.md").write_text("---\\nid: n00\\n---\\nmodifiée\\n")  # the next pass must write
+    held, failed = [], []
+    for attempt in range(2):  # the first failure drops the writer (freeing its files); the retry meets EMFILE anew
+        try:
+            while True:
+                held.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError:
+            pass
+        try:
+            space.run_reconcile()
+            failed.append(None)
+        except BaseException as exc:
+            failed.append(type(exc).__name__)
+    for fd in held:
+        os.close(fd)
+    for i in range(1, 6):  # deleted once the descriptors are back, before the next pass
+        (notes / f"n{i:02}.md").unlink()
+    passes = []
+    for _ in range(2):
+        try:
+            space.run_reconcile()
+            passes.append("ok")
+        except BaseException as exc:
+            passes.append(type(exc).__name__)
+    indexed = sorted(p.path for p in lexical.all_payloads(space.lexical))
+    service.stop()
+    print(json.dumps({"failed": failed, "passes": passes, "indexed": indexed,
+                      "files": sorted(p.name for p in notes.iterdir())}))
+    """
+)
+
+
+def test_too_many_open_files_never_leaves_ghost_notes(tmp_path: Path):
+    """Under EMFILE the manifest could not be read back after a failed pass and
+    was taken for empty: notes deleted meanwhile stayed in the index for good
+    (3,000 notes for 2,980 files in the attack review)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(30):
+        (notes / f"n{i:02}.md").write_text(f"---\nid: n{i:02}\n---\ntexte {i}\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", EXHAUSTION, str(notes), str(tmp_path / "index")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["failed"] == ["StorageFault", "StorageFault"]  # stopped; nothing taken for damage
+    assert result["passes"] == ["ok", "ok"]
+    assert result["indexed"] == result["files"]  # 25 notes for 25 files
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "unsettled.json"])
+def test_an_os_error_reading_a_record_is_not_damage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str):
+    manifest = Manifest(tmp_path / "manifest.json", "fp", {"a.md": Entry(1, 2, "d", "a")})
+    manifest.save()
+    manifest.mark_unsettled({"a"}, {"a.md"})
+    real_read = Path.read_bytes
+
+    def exhausted(path: Path) -> bytes:
+        if path.name == name:
+            raise OSError(errno.EMFILE, "Too many open files", str(path))
+        return real_read(path)
+
+    monkeypatch.setattr(Path, "read_bytes", exhausted)
+    read = (
+        (lambda: Manifest.load(tmp_path / "manifest.json", "fp"))
+        if name == "manifest.json"
+        else manifest.load_unsettled
+    )
+    with pytest.raises(StorageFault, match="EMFILE"):
+        read()
+
+
+def test_invalid_content_is_damage(tmp_path: Path):
+    (tmp_path / "manifest.json").write_bytes(b"\x00{half")
+    assert Manifest.load(tmp_path / "manifest.json", "fp").entries == {}
+    manifest = Manifest(tmp_path / "manifest.json", "fp")
+    manifest.unsettled_path.write_bytes(b"{")
+    unsettled = manifest.load_unsettled()
+    assert unsettled is not None
+    assert unsettled.everything
+
+
+def test_the_opstamp_is_kept_and_forgotten_with_the_entries(tmp_path: Path):
+    manifest = Manifest(tmp_path / "manifest.json", "fp", {"a.md": Entry(1, 2, "d", "a")}, opstamp=7)
+    manifest.save()
+    loaded = Manifest.load(tmp_path / "manifest.json", "fp")
+    assert (loaded.opstamp, loaded.indexed_notes()) == (7, 1)
+    loaded.forget()
+    assert (loaded.opstamp, loaded.entries) == (None, {})
