@@ -48,6 +48,11 @@ WORDS = [
 ]
 QUERIES = [*WORDS, "plan de continuité", "audit contrôle", "agent protocole", "note0042", "dossier3"]
 ROOT = Path(__file__).resolve().parents[1]
+# Bounds on waiting, generous for a shared 2-core machine at a tenth of its
+# speed: a server starting (imports, then the start-up reconcile of 2,000
+# notes beside it), one request to a server busy indexing.
+START_SECONDS = 120.0
+REQUEST_SECONDS = 30.0
 
 
 def note_text(rng: random.Random, i: int, version: int) -> str:
@@ -70,14 +75,14 @@ class Server:
         )
 
     def request(self, method: str, path: str) -> int:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_SECONDS)
         try:
             connection.request(method, path)
             return connection.getresponse().status
         finally:
             connection.close()
 
-    def wait_up(self, timeout: float = 30.0) -> None:
+    def wait_up(self, timeout: float = START_SECONDS) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
