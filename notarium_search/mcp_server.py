@@ -43,11 +43,6 @@ from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
 
 SERVER_NAME = "notarium-search"
-# Hosts a browser page could reach the service as when it binds the loopback:
-# without a token, /mcp then answers only requests addressed to these, so that
-# a page on another site cannot rebind its name to 127.0.0.1 and call the tools.
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 SDK_TRANSPORT_LOGGER = "mcp.server.streamable_http"
 SHOWN_INPUT_CHARS = 80  # of a rejected argument value, in the error message
 SHOWN_LINE_CHARS = 20  # of a malformed stdin line, in the log: never more, it may be a note's text
@@ -389,13 +384,10 @@ def session_manager(service: Service, settings: Settings) -> StreamableHTTPSessi
 
 
 def _transport_security(settings: Settings) -> TransportSecuritySettings:
-    """DNS-rebinding protection where it is the only protection: an open
-    service (no token) on the loopback. With a token, a page cannot call the
-    tools anyway, and a reverse proxy's own Host must pass."""
-    if settings.api_token is not None or settings.host not in LOOPBACK_HOSTS:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{host}:*" for host in ("127.0.0.1", "localhost", "[::1]")],
-        allowed_origins=[*LOOPBACK_ORIGINS, *settings.cors_origins],
-    )
+    """The SDK's own Host and Origin checks stay off: api/exposure.py checks
+    every route, /mcp included, against the same names as the rest of the
+    service (loopback, the bound address, `allowed_hosts`) and refuses
+    cross-site POSTs. The SDK's list would contradict `allowed_hosts` behind
+    a proxy. It still validates the Content-Type of every POST."""
+    del settings  # the same policy whatever the settings: see api/exposure.py
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)

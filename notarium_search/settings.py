@@ -8,6 +8,7 @@ Leaf module: imports nothing from the package.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -212,6 +213,15 @@ class Settings:
     cors_origins: tuple[str, ...] = ()
     """[NOTARIUM_CORS_ORIGINS] Origins allowed to call the API from a browser
     (comma-separated in the environment); none by default."""
+    allowed_hosts: tuple[str, ...] = ()
+    """[NOTARIUM_ALLOWED_HOSTS] Host names a request may be addressed to (its
+    `Host` header, any port), besides the loopback names and the bound
+    address: `notes.example.org`, `*.example.org` for sub-domains, `*` for
+    any. Every other name is refused (DNS rebinding)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """[NOTARIUM_TRUSTED_PROXIES] Addresses or networks (`10.0.0.2`,
+    `172.17.0.0/16`) of reverse proxies whose X-Forwarded-For and
+    X-Forwarded-Proto are believed; none by default."""
     rate_limit_per_minute: int = 1200
     """[NOTARIUM_RATE_LIMIT] Requests per minute per client address (429
     beyond; /healthz exempt); 0 = no limit. As-you-type search sends a few
@@ -256,6 +266,8 @@ _ENV_FIELDS: Mapping[str, str] = {
     "NOTARIUM_API_TOKEN": "api_token",
     "NOTARIUM_ADMIN_TOKEN": "admin_token",
     "NOTARIUM_CORS_ORIGINS": "cors_origins",
+    "NOTARIUM_ALLOWED_HOSTS": "allowed_hosts",
+    "NOTARIUM_TRUSTED_PROXIES": "trusted_proxies",
     "NOTARIUM_RATE_LIMIT": "rate_limit_per_minute",
 }
 _PATH_FIELDS = {"spaces_root", "index_dir", "model_dir"}
@@ -273,6 +285,10 @@ _INT_FIELDS = {
 _MODEL_KEYS = {"name", "dim", "max_tokens", "pooling", "normalize", "query_prefix", "passage_prefix"}
 _BOOL_FIELDS = {"vector_search", "graph_boost", "watch"}
 _ORIGIN_FIELDS = {"cors_origins"}
+_HOST_FIELDS = {"allowed_hosts"}
+_PROXY_FIELDS = {"trusted_proxies"}
+# A host name (labels of letters, digits, hyphens; `*.` first for sub-domains) or an IP address.
+_HOST_NAME = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\Z")
 _SECRET_FIELDS = {"api_token", "admin_token"}
 MIN_TOKEN_CHARS = 16  # a shorter bearer token is guessable
 _LIST_FIELDS = {"activation_fields"}
@@ -351,6 +367,10 @@ def _coerce(key: str, value: Any, base_dir: Path) -> Any:
             raise ConfigError(f"{key} must be an integer, got {value!r}") from exc
     if key in _ORIGIN_FIELDS:
         return tuple(item.rstrip("/") for item in _text_list(key, value, "origins"))
+    if key in _HOST_FIELDS:
+        return tuple(dict.fromkeys(host_pattern(item) for item in _text_list(key, value, "host names")))
+    if key in _PROXY_FIELDS:
+        return tuple(dict.fromkeys(_proxy(item) for item in _text_list(key, value, "addresses")))
     if key in _SECRET_FIELDS:
         token = str(value).strip()
         if token and len(token) < MIN_TOKEN_CHARS:
@@ -370,6 +390,35 @@ def _coerce(key: str, value: Any, base_dir: Path) -> Any:
             return text in _TRUE
         raise ConfigError(f"{key} must be a boolean (1/0, true/false), got {value!r}")
     return str(value)
+
+
+def host_pattern(text: str) -> str:
+    """An `allowed_hosts` entry in the form requests are matched with:
+    lower case, no trailing dot, IPv6 in brackets. Raises ConfigError for a
+    URL, a port or anything that is not a host name."""
+    host = text.strip().lower().rstrip(".")
+    if host == "*":
+        return host
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        if _HOST_NAME.match(host):
+            return host
+        raise ConfigError(
+            f"allowed_hosts: {text!r} is not a host name (write `notes.example.org`, `*.example.org` or `*`;"
+            " no scheme, no port: every port is accepted)"
+        ) from None
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+def _proxy(text: str) -> str:
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        raise ConfigError(
+            f"trusted_proxies: {text!r} is not an address or a network (e.g. 10.0.0.2 or 172.17.0.0/16)"
+        ) from None
 
 
 def _text_list(key: str, value: Any, what: str) -> list[str]:

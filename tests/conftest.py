@@ -17,6 +17,7 @@ from notarium_search.settings import CollectionConfig, Settings, SpaceConfig
 
 configure_logging("warning")
 
+TEST_CLIENT_HOST = "testserver.local"
 WAIT_SECONDS = 20.0  # generous: CI machines are shared; the usual delay is under a second
 
 
@@ -63,12 +64,15 @@ class Vault:
             own = collections if child.name == "notes" else ()
             spaces.append(SpaceConfig(child.name, child, language, collections=own))
         # No rate limit unless a test sets one: fuzz tests send thousands of requests.
+        # Litestar's TestClient addresses the app as testserver.local: an allowed
+        # name here, refused by default (tests/test_exposure.py checks the default).
         base = Settings(
             spaces=tuple(spaces),
             spaces_root=self.root,
             index_dir=self.index_dir,
             log_level="warning",
             rate_limit_per_minute=0,
+            allowed_hosts=(TEST_CLIENT_HOST,),
         )
         return replace(base, **overrides)  # type: ignore[arg-type]
 

@@ -576,7 +576,7 @@ def test_the_sdk_is_imported_by_the_first_mcp_call_only(vault: Vault):
         "NOTARIUM_INDEX_DIR": str(vault.index_dir),
         "NOTARIUM_LOG_LEVEL": "error",
         "NOTARIUM_RATE_LIMIT": "0",
-        "NOTARIUM_API_TOKEN": TOKEN,  # with a token, no DNS-rebinding check on the test client's host
+        "NOTARIUM_API_TOKEN": TOKEN,
     }
     script = f"""
 import sys
@@ -587,7 +587,7 @@ from notarium_search.settings import load_settings
 settings = load_settings(env={env!r})
 loaded = lambda: any(name == "mcp" or name.startswith("mcp.") for name in sys.modules)
 service = Service(settings)
-with TestClient(create_app(settings, service, start_indexing=False)) as client:
+with TestClient(create_app(settings, service, start_indexing=False), base_url="http://127.0.0.1:8377") as client:
     assert client.get("/healthz").status_code == 200
     before = loaded()
     headers = {{**{STREAMABLE_ACCEPT!r}, "Authorization": "Bearer {TOKEN}"}}

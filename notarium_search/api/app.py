@@ -7,7 +7,7 @@ event loop.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import anyio
 from litestar import Litestar, get, post
@@ -19,6 +19,8 @@ from litestar.params import Parameter, PathParameter
 from notarium_search import __version__
 from notarium_search.api import errors
 from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
+from notarium_search.api.errors import UniformErrors
+from notarium_search.api.exposure import Exposure
 from notarium_search.api.mcp_route import McpRoute
 from notarium_search.api.schemas import (
     ActivationsBody,
@@ -241,7 +243,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
     async def on_shutdown() -> None:
         await anyio.to_thread.run_sync(service.stop)
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             healthz,
             mcp.handler,
@@ -276,3 +278,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
             title="notarium-search", version=__version__, path="/schema", use_handler_docstrings=True
         ),
     )
+    # Outermost, before CORS and every route: the Host and Origin checks, then
+    # the one error body for answers written outside our handlers.
+    app.asgi_handler = cast(Any, UniformErrors(Exposure(cast(Any, app.asgi_handler), settings)))
+    return app

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import structlog
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import ResponseSpec
 
+from notarium_search.api.asgi import App, Message, Receive, Scope, Send
 from notarium_search.api.schemas import ErrorBody
 from notarium_search.errors import NotariumError
 
@@ -25,8 +27,12 @@ _CODES = {
     404: "not_found",
     405: "method_not_allowed",
     413: "request_too_large",
+    421: "host_not_allowed",
     429: "too_many_requests",
 }
+# An error body we did not write (a CORS preflight refused by Litestar's
+# middleware, the MCP SDK's 413/421/403/400) is at most this long: plain text.
+FOREIGN_BODY_LIMIT = 4096
 
 
 def _documented(description: str) -> ResponseSpec:
@@ -79,3 +85,54 @@ def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[ErrorB
 def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
     log.error("unhandled_error", path=request.url.path, exc_info=exc)
     return _body(500, "internal_error", "internal error; see the server log")
+
+
+class UniformErrors:
+    """The one error body for responses written outside our handlers:
+    Litestar's CORS middleware answers a refused preflight with plain text,
+    the MCP SDK its 400/403/413/421. An error response that is not JSON is
+    rewritten as `{"error", "detail", "status"}`, its text as the detail."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: list[Message] = []  # the start of a foreign error response, then its body
+
+        async def rewriting_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and _foreign_error(message):
+                held.append(message)
+                return
+            if not held or message["type"] != "http.response.body":
+                await send(message)
+                return
+            held.append(message)
+            if not message.get("more_body", False):
+                await _send_uniform(send, held)
+
+        await self.app(scope, receive, rewriting_send)
+
+
+def _foreign_error(start: Message) -> bool:
+    if start["status"] < 400:
+        return False
+    headers = {k.lower(): v for k, v in start.get("headers", ())}
+    return not headers.get(b"content-type", b"").startswith(b"application/json")
+
+
+async def _send_uniform(send: Send, held: list[Message]) -> None:
+    start, chunks = held[0], held[1:]
+    status = int(start["status"])
+    text = b"".join(c.get("body", b"") for c in chunks)[:FOREIGN_BODY_LIMIT].decode("utf-8", "replace").strip()
+    code = _CODES.get(status, "internal_error" if status >= 500 else "error")
+    detail = text if text and status < 500 else "internal error; see the server log" if status >= 500 else code
+    body = msgspec.json.encode(ErrorBody(code, detail, status))
+    kept = [
+        (k, v) for k, v in start.get("headers", ()) if k.lower() not in (b"content-type", b"content-length")
+    ]  # CORS and Allow headers stay
+    kept += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": kept})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
