@@ -9,6 +9,7 @@ from datetime import datetime
 
 from notarium_search.activation import activations
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical.cursor import CursorCodec
 from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.models import FeedFilter, NoteRecord
@@ -29,10 +30,10 @@ def record(payload: Payload, activation_fields: Sequence[str]) -> NoteRecord:
 
 
 def notes_page(
-    index: LexicalIndex, filters: FeedFilter, limit: int, cursor: str | None
+    index: LexicalIndex, filters: FeedFilter, limit: int, cursor: str | None, cursors: CursorCodec
 ) -> tuple[list[NoteRecord], str | None]:
     """Notes matching the filters, most recently updated first, paginated."""
-    payloads, next_cursor = lexical.feed_payloads(index, "", filters, limit, cursor)
+    payloads, next_cursor = lexical.feed_payloads(index, "", filters, limit, cursor, cursors)
     return [record(p, filters.activation_fields) for p in payloads], next_cursor
 
 
@@ -40,7 +41,7 @@ def activated_since(index: LexicalIndex, filters: FeedFilter, since: datetime | 
     """Notes with a use dated in the window (an undated use counts as of the
     note's last update), newest use first; each keeps only its uses in the window."""
     wanted = replace(filters, activated=True)
-    payloads, _ = lexical.feed_payloads(index, "", wanted, MAX_ACTIVATED_NOTES, None)
+    payloads, _ = lexical.feed_payloads(index, "", wanted, MAX_ACTIVATED_NOTES, None, None)
     found = []
     for payload in payloads:
         note = record(payload, filters.activation_fields)

@@ -271,7 +271,7 @@ class Service:
         space = self.space(name)
         _check_limit(limit)
         try:
-            page = lexical.feed(space.lexical, text, self._filters(space, filters), limit, cursor)
+            page = lexical.feed(space.lexical, text, self._filters(space, filters), limit, cursor, space.cursors)
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
         items = tuple(n for n in page.items if space.on_disk(n))
@@ -283,7 +283,8 @@ class Service:
         space = self.space(name)
         _check_limit(limit)
         try:
-            items, next_cursor = metadata.notes_page(space.lexical, self._filters(space, filters), limit, cursor)
+            filters = self._filters(space, filters)
+            items, next_cursor = metadata.notes_page(space.lexical, filters, limit, cursor, space.cursors)
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
         # Like search and feed: never a note whose file is gone (a 1,000-file

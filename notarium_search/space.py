@@ -7,14 +7,12 @@ writer.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import queue
 import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import structlog
@@ -37,6 +35,7 @@ from notarium_search.models import (
 )
 from notarium_search.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.space_folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
 from notarium_search.watch import SpaceWatcher
 
 BUILDING_MESSAGE = "Building search index…"
@@ -73,7 +72,7 @@ class Space:
             self.directory.mkdir(parents=True, exist_ok=True)
             # Taken before anything destructive: a second writer (another
             # service, or `notarium-search index`) must never wipe a live index.
-            self._lock = _lock_space(self.directory)
+            self._lock = lock_space(self.directory)
             if rebuild:
                 manifest.forget()
             if not manifest.entries:
@@ -85,6 +84,7 @@ class Space:
         # Why the index does not match its manifest (an older meta.json put
         # back: notes lost with no error), or None; repaired below unless read-only.
         self.mismatch = index_mismatch(self.lexical, manifest)
+        self.cursors = cursor_codec(self.directory, read_only)
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
         self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost)
         if read_only and settings.graph_boost:
@@ -242,13 +242,14 @@ class Space:
         """The index folder deleted under the running service: make it again
         and lock it again (the held lock is on a file that no longer exists,
         so another process could have locked a new one)."""
-        if self._lock is not None and _holds_lock(self._lock, self.directory):
+        if self._lock is not None and holds_lock(self._lock, self.directory):
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        lock = _lock_space(self.directory)
+        lock = lock_space(self.directory)
         if self._lock is not None:
             self._lock.close()
         self._lock = lock
+        save_cursor_key(self.directory, self.cursors.key)  # cursors already issued stay valid
         log.warning("space_index_folder_recreated", space=self.name, directory=str(self.directory))
 
     def _recreate_lexical(self) -> None:
@@ -432,44 +433,6 @@ class Space:
         if self.graph.enabled and not self.graph.built:
             return True
         return self.semantic is not None and not self.semantic.unavailable and not self.semantic.ready
-
-
-def index_mismatch(lexical: LexicalIndex, manifest: Manifest) -> str | None:
-    """Why the index does not hold what its manifest says, or None. The
-    manifest is saved after each commit, with the commit's opstamp; an index
-    whose meta.json names an older commit, or whose note count differs, lost
-    or kept notes behind the manifest's back (an older meta.json with one
-    segment fewer silently lost 750 notes in the attack review). A commit
-    cut short by a crash (unsettled.json) is redone by the next pass instead."""
-    if lexical.created or not manifest.entries or manifest.load_unsettled() is not None:
-        return None
-    opstamp = lexical.committed_opstamp()
-    if manifest.opstamp is not None and opstamp is not None and opstamp < manifest.opstamp:
-        return f"the index is older than its manifest (commit {opstamp}, manifest {manifest.opstamp})"
-    held, expected = int(lexical.searcher().num_docs), manifest.indexed_notes()
-    if held != expected:
-        return f"the index holds {held} notes, its manifest {expected}"
-    return None
-
-
-def _holds_lock(handle: TextIO, directory: Path) -> bool:
-    """Whether the lock held is still on the folder's writer.lock (same file)."""
-    try:
-        current = os.stat(directory / "writer.lock")
-    except OSError:
-        return False
-    held = os.fstat(handle.fileno())
-    return (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino)
-
-
-def _lock_space(directory: Path) -> TextIO:
-    handle = open(directory / "writer.lock", "w")  # noqa: SIM115 - held open for the space's lifetime
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as exc:
-        handle.close()
-        raise IndexLocked(f"space index {directory} is in use by another process") from exc
-    return handle
 
 
 def rate_and_eta(progress: IndexProgress) -> tuple[float | None, float | None]:

@@ -260,6 +260,29 @@ def test_listings_never_name_a_deleted_file(vault: Vault):
         assert_error(client.get("/spaces/notes/notes/b"), 404, "note_not_found")
 
 
+def test_a_well_formed_cursor_that_was_never_issued_is_400(vault: Vault):
+    """A cursor of the right shape but not issued here (any key, any id; or
+    issued for another space) was answered 200 with no items."""
+    for i in range(5):
+        vault.write(f"n{i}.md", fm(f"n{i}", "texte", tags="[t]"), space="notes")
+        vault.write(f"n{i}.md", fm(f"n{i}", "texte", tags="[t]"), space="other")
+    service = vault.service()
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+        issued = client.get("/spaces/notes/feed", params={"limit": 2}).json()["next_cursor"]
+        payload, _, mac = issued.partition(".")
+        forged_key = base64.urlsafe_b64encode(json.dumps([3, 0, "n9"]).encode()).decode().rstrip("=")
+        for cursor in (f"{forged_key}.{mac}", f"{payload}.{'A' * len(mac)}", payload, f"{payload}."):
+            for path in ("/spaces/notes/feed", "/spaces/notes/notes"):
+                assert_error(client.get(path, params={"cursor": cursor}), 400, "invalid_parameter")
+        assert_error(client.get("/spaces/other/feed", params={"cursor": issued}), 400, "invalid_parameter")
+        assert len(client.get("/spaces/notes/feed", params={"limit": 2, "cursor": issued}).json()["items"]) == 2
+    service.stop()
+    restarted = vault.service()  # the key is kept with the index: pages go on after a restart
+    with TestClient(create_app(restarted.settings, restarted, start_indexing=False)) as client:
+        assert len(client.get("/spaces/notes/feed", params={"limit": 2, "cursor": issued}).json()["items"]) == 2
+    restarted.stop()
+
+
 def test_feed_is_newest_first_within_a_second(vault: Vault):
     base = 1_700_000_000
     for i in range(30):  # a git clone or a sync gives many files the same second

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import partial
 
-import msgspec
 import tantivy
 from tantivy import FieldType, Occur, Order, Query
 
 from notarium_search.analysis import Analyzers
+from notarium_search.lexical.cursor import CursorCodec, InvalidCursor
 from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, plan_query
 from notarium_search.lexical.schema import (
-    FEED_KEY_MAX,
-    FEED_KEY_MIN,
     Payload,
     decode_head,
     decode_payload,
@@ -31,11 +27,7 @@ from notarium_search.snippets import HighlightTerms, make_snippets
 
 CHANNEL = "lexical"
 FEED_TIE_SLACK = 32  # extra rows fetched so a page boundary rarely splits equal keys
-CURSOR_VERSION = 2  # cursors of version 1 ordered by the second: refused, the client starts again
-
-
-class InvalidCursor(ValueError):
-    """The feed cursor was not produced by this service."""
+__all__ = ["InvalidCursor"]  # raised by the feed, from lexical/cursor.py
 
 
 def search(
@@ -95,18 +87,26 @@ def _prefix_matches(searcher: tantivy.Searcher, plan: QueryPlan, term: Term) -> 
     return term is plan.prefix and bool(searcher.terms_with_prefix("plain", term.plain, limit=1))
 
 
-def feed(index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
+def feed(
+    index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor: str | None, cursors: CursorCodec
+) -> FeedPage:
     """Notes where the words really occur, newest first, keyset-paginated on
     (feed key, id) so that pages stay stable while notes change."""
-    payloads, next_cursor = feed_payloads(index, text, filters, limit, cursor)
+    payloads, next_cursor = feed_payloads(index, text, filters, limit, cursor, cursors)
     return FeedPage(tuple(p.summary() for p in payloads), next_cursor, partial=False)
 
 
 def feed_payloads(
-    index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor: str | None
+    index: LexicalIndex,
+    text: str,
+    filters: FeedFilter,
+    limit: int,
+    cursor: str | None,
+    cursors: CursorCodec | None,
 ) -> tuple[list[Payload], str | None]:
-    """`feed`, with each note's whole payload (metadata queries need its frontmatter)."""
-    after = decode_cursor(cursor) if cursor else None
+    """`feed`, with each note's whole payload (metadata queries need its
+    frontmatter). `cursors` None: one page, no cursor in or out."""
+    after = cursors.decode(cursor) if cursor and cursors is not None else None
     plan = plan_query(text, index.analyzers)
     clauses = build_filter_terms(plan, index.schema)
     if after is not None:
@@ -131,7 +131,7 @@ def feed_payloads(
         fetch *= 4
     page = items[:limit]
     more = len(items) > limit
-    next_cursor = encode_cursor(page[-1][0], page[-1][1]) if more and page else None
+    next_cursor = cursors.encode(page[-1][0], page[-1][1]) if more and page and cursors is not None else None
     return [p for _, _, p in page], next_cursor
 
 
@@ -190,24 +190,6 @@ def get_note(index: LexicalIndex, note_id: str) -> tuple[NoteSummary, str] | Non
         return None
     payload = _payload(searcher, result.hits[0][1])
     return payload.summary(), payload.text
-
-
-def encode_cursor(key: int, note_id: str) -> str:
-    raw = msgspec.json.encode([CURSOR_VERSION, key, note_id])
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[int, str]:
-    """The (feed key, id) a page ended at. Anything we did not issue is refused
-    here: a forged key would otherwise reach Tantivy's range query."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        version, key, note_id = msgspec.json.decode(raw, type=tuple[int, int, str])
-    except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
-        raise InvalidCursor("cursor is not valid: start again without it") from exc
-    if version != CURSOR_VERSION or not FEED_KEY_MIN <= key <= FEED_KEY_MAX:
-        raise InvalidCursor("cursor is not valid (or from an older version): start again without it")
-    return key, note_id
 
 
 def _payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> Payload:

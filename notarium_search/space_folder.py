@@ -1,0 +1,86 @@
+"""A space's index folder, besides the indexes themselves: the writer lock,
+the cursor key, and the check that the lexical index holds what its
+manifest says."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+from pathlib import Path
+from typing import TextIO
+
+from notarium_search.faults import StorageFault, describe
+from notarium_search.lexical.cursor import KEY_BYTES, CursorCodec
+from notarium_search.lexical.store import IndexLocked, LexicalIndex
+from notarium_search.manifest import Manifest, write_atomic
+
+LOCK_FILE = "writer.lock"
+CURSOR_KEY_FILE = "cursor.key"
+
+
+def lock_space(directory: Path) -> TextIO:
+    """Take the space's writer lock (held for the space's lifetime); IndexLocked if another process has it."""
+    handle = open(directory / LOCK_FILE, "w")  # noqa: SIM115 - held open for the space's lifetime
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        handle.close()
+        raise IndexLocked(f"space index {directory} is in use by another process") from exc
+    return handle
+
+
+def holds_lock(handle: TextIO, directory: Path) -> bool:
+    """Whether the lock held is still on the folder's writer.lock (same file):
+    not when the folder was deleted (and maybe made again) under us."""
+    try:
+        current = os.stat(directory / LOCK_FILE)
+    except OSError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino)
+
+
+def cursor_codec(directory: Path, read_only: bool) -> CursorCodec:
+    """The space's cursor signer, its key read from the folder or made there
+    (0600). Read-only (the CLI, which issues no cursors): a key of its own
+    when the folder has none."""
+    path = directory / CURSOR_KEY_FILE
+    try:
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        key = b""
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and not read_only:
+            raise StorageFault(f"cannot read {path}: {describe(exc)}") from exc
+        key = b""
+    if len(key) >= KEY_BYTES:
+        return CursorCodec(key)
+    key = secrets.token_bytes(KEY_BYTES)
+    if not read_only:
+        save_cursor_key(directory, key)
+    return CursorCodec(key)
+
+
+def save_cursor_key(directory: Path, key: bytes) -> None:
+    path = directory / CURSOR_KEY_FILE
+    write_atomic(path, key.hex().encode("ascii"))
+    os.chmod(path, 0o600)
+
+
+def index_mismatch(lexical: LexicalIndex, manifest: Manifest) -> str | None:
+    """Why the index does not hold what its manifest says, or None. The
+    manifest is saved after each commit, with the commit's opstamp; an index
+    whose meta.json names an older commit, or whose note count differs, lost
+    or kept notes behind the manifest's back (an older meta.json with one
+    segment fewer silently lost 750 notes in the attack review). A commit
+    cut short by a crash (unsettled.json) is redone by the next pass instead."""
+    if lexical.created or not manifest.entries or manifest.load_unsettled() is not None:
+        return None
+    opstamp = lexical.committed_opstamp()
+    if manifest.opstamp is not None and opstamp is not None and opstamp < manifest.opstamp:
+        return f"the index is older than its manifest (commit {opstamp}, manifest {manifest.opstamp})"
+    held, expected = int(lexical.searcher().num_docs), manifest.indexed_notes()
+    if held != expected:
+        return f"the index holds {held} notes, its manifest {expected}"
+    return None
