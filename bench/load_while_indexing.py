@@ -10,8 +10,10 @@ re-index (`POST /spaces/perf/reindex?full=1`) is requested every
 deletes notes (`--edits-per-second`). Reported: requests, errors (5xx,
 transport failures, any status but 200), p50/p95/p99, full re-indexes
 completed, and stale hits: results naming a note whose file had been deleted
-before the query was sent (`STALE_AFTER_SECONDS` of slack for the editor's
-own bookkeeping; it must be zero).
+before the query was sent (the editor records a deletion once the file is
+gone, so no slack is needed; it must be zero). The run lasts `--seconds`, and
+then until at least one re-index request was answered and one edit made, so
+that a slow machine cannot end it before either happened.
 
     .venv/bin/python bench/load_while_indexing.py --notes 10000 --out /tmp/load.json
     .venv/bin/python bench/load_while_indexing.py --notes 500 --seconds 5 --clients 4   # smoke run
@@ -47,11 +49,15 @@ from bench.perf_lexical import (
     summarize,
 )
 
-# The editor records a deletion just before unlinking the file, and the server
-# drops any hit whose file is gone (Space.on_disk): a hit on a note deleted
-# more than this before the query was sent is stale.
-STALE_AFTER_SECONDS = 0.5
+# The editor records a deletion once the file is unlinked, and the server drops
+# any hit whose file is gone (Space.on_disk): a hit on a note recorded deleted
+# before the query was sent is stale, however the threads were scheduled (an
+# editor stalled between recording and unlinking made a slack race).
 EDIT_SEED = 7
+# After --seconds, how long the run waits for its first re-index answer and
+# first edit: a bound on waiting, generous for a machine at a tenth of its speed.
+FIRST_EVENTS_TIMEOUT = 120.0
+POLL_SECONDS = 0.05
 
 
 class Editor(threading.Thread):
@@ -81,8 +87,8 @@ class Editor(threading.Thread):
                 temporary.write_text(text + f"\n\nmodification {self.edits}\n", encoding="utf-8")
                 temporary.replace(path)  # an editor's atomic save
             elif roll < 0.8:
-                self.deleted[rel] = time.monotonic()
                 path.unlink()
+                self.deleted[rel] = time.monotonic()
             else:
                 target = self.notes / "nouveau" / f"n{self.edits}.md"
                 target.parent.mkdir(exist_ok=True)
@@ -110,7 +116,7 @@ def client_loop(
             items = json.loads(body).get("results") or json.loads(body).get("items") or []
             for item in items:
                 gone = editor.deleted.get(item["path"])
-                if gone is not None and sent - gone > STALE_AFTER_SECONDS:
+                if gone is not None and gone < sent:
                     stale += 1
     finally:
         client.close()
@@ -153,6 +159,9 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for thread in threads:
             thread.start()
         time.sleep(args.seconds)
+        deadline = time.monotonic() + FIRST_EVENTS_TIMEOUT
+        while (not reindexes or (editor.period and not editor.edits)) and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
         stop.set()
         for thread in [*threads, editor]:
             thread.join(30)
