@@ -207,7 +207,11 @@ def activations(
 
 
 @post(
-    "/spaces/{space:str}/reindex", sync_to_thread=True, responses=errors.RESPONSES, status_code=202, opt={ADMIN: True}
+    "/spaces/{space:str}/reindex",
+    sync_to_thread=True,
+    responses=errors.WRITE_RESPONSES,
+    status_code=202,
+    opt={ADMIN: True},
 )
 def reindex(
     state: State,

@@ -47,11 +47,24 @@ RESPONSES: dict[int, ResponseSpec] = {
     ),
     401: _documented("A token is configured and the request has none or a wrong one (`unauthorized`)"),
     404: _documented("Unknown space (`unknown_space`), note (`note_not_found`) or route (`not_found`)"),
+    421: _documented(
+        "The request is addressed to a name the service does not answer to (`host_not_allowed`): its Host"
+        " header is not a loopback name, the bound address or one of allowed_hosts (DNS rebinding)"
+    ),
     429: _documented("Too many requests from this client (`too_many_requests`); see Retry-After"),
     500: _documented("A fault of the service (`internal_error`); details only in the server log"),
     503: _documented(
-        "The space's index is being rebuilt (`index_repairing`) or a channel the request needs"
-        " is not ready (`channel_unavailable`); retry shortly"
+        "The space's index is being rebuilt (`index_repairing`), cannot be read right now"
+        " (`index_unavailable`: too many open files), or a channel the request needs is not ready"
+        " (`channel_unavailable`); retry shortly"
+    ),
+}
+# POST routes may also be refused as cross-site (403), as the read-only token is on reindex.
+WRITE_RESPONSES: dict[int, ResponseSpec] = {
+    **RESPONSES,
+    403: _documented(
+        "The read-only token on an admin route (`forbidden`), or a request from a page of another site"
+        " (`cross_site_refused`: its Origin is neither this service nor one of cors_origins)"
     ),
 }
 
