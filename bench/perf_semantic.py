@@ -53,7 +53,6 @@ from bench.perf_lexical import (
     PROJECT_ROOT,
     QUICK,
     SEARCH_LIMIT,
-    SERVER_MEMORY_FIELDS,
     SPACE,
     BenchError,
     BenchQuery,
@@ -391,13 +390,12 @@ def measure_http(work: Path, model_dir: Path, queries: list[BenchQuery], plan: P
     with running_server(
         work / "spaces", work / "index", work / "server.log", env, semantic_ready, SEMANTIC_READY_TIMEOUT
     ) as server:
-        pid = server.process.pid
-        after_ready = {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
+        after_ready = server.memory()  # the process that owns the indexes (serve's worker)
         load_queries = load_average()
         single = measure_http_single(server.port, paths)
-        after_single = {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
+        after_single = server.memory()
         concurrent = measure_http_concurrent(server.port, paths, plan.concurrent_seconds)
-        memory = {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
+        memory = server.memory()
         final = server_status(server.port)
         ready = server.ready_seconds
     semantic = bench_space(final)["semantic"] if final is not None else None

@@ -78,29 +78,34 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(settings: Settings, _: argparse.Namespace) -> int:
-    import uvicorn
-
-    from notarium_search.api.app import create_app
-    from notarium_search.lexical.store import IndexLocked
+    from notarium_search.api.server import serve
 
     configure_logging(settings.log_level)
     log_ignored_folders(settings)
-    try:
-        app = create_app(settings)
-    except IndexLocked as exc:
-        print(f"notarium-search: {exc}", file=sys.stderr)
-        return 1
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, log_level=settings.log_level)
-    return 0
+
+    def load_app() -> Any:  # in the server's worker process, which alone opens the indexes
+        from notarium_search.api.app import create_app
+        from notarium_search.lexical.store import IndexLocked
+
+        try:
+            return create_app(settings)
+        except IndexLocked as exc:
+            print(f"notarium-search: {exc}", file=sys.stderr, flush=True)
+            os._exit(1)  # the supervisor tries once more, then stops with exit code 1
+
+    return serve(settings, load_app)
 
 
 def _mcp(settings: Settings, _: argparse.Namespace) -> int:
     from notarium_search.lexical.store import IndexLocked
     from notarium_search.mcp_server import run_stdio
 
+    from notarium_search.api.server import raise_descriptor_limit
+
     # stdout carries the protocol alone: logs go to stderr, which MCP clients show or keep.
     configure_logging(settings.log_level, sys.stderr)
     log_ignored_folders(settings)
+    raise_descriptor_limit()  # it holds the indexes as `serve` does
     try:
         run_stdio(settings)
     except IndexLocked as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections.abc import Callable
 
 import structlog
 
@@ -33,7 +35,7 @@ def configure_logging(level: str = "info", stream: object = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "litestar"):
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "litestar", "_granian", "granian.access"):
         named = logging.getLogger(name)
         named.handlers[:] = []
         named.propagate = True
@@ -43,3 +45,40 @@ def configure_logging(level: str = "info", stream: object = None) -> None:
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
+
+
+# Messages that repeat once per event while a condition lasts (the server out
+# of descriptors): logged once, then once a window with how many were dropped.
+# uvicorn logged 260,065 accept errors in 25 s under 1,100 held connections.
+FLOODS = (
+    ("_granian", "Failed to accept connection"),
+    ("asyncio", "socket.accept() out of system resource"),
+)
+FLOOD_WINDOW_SECONDS = 60.0
+
+
+class FloodFilter(logging.Filter):
+    """Lets the first record of a known flood through, then at most one per
+    window, which says how many were dropped meanwhile."""
+
+    def __init__(self, window: float = FLOOD_WINDOW_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.window = window
+        self.clock = clock
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.msg if isinstance(record.msg, str) else ""
+        flood = next((f for f in FLOODS if record.name.startswith(f[0]) and message.startswith(f[1])), None)
+        if flood is None:
+            return True
+        now = self.clock()
+        last, dropped = self._seen.get(flood, (float("-inf"), 0))
+        if now - last < self.window:
+            self._seen[flood] = (last, dropped + 1)
+            return False
+        self._seen[flood] = (now, 0)
+        if dropped:
+            record.msg = f"{message} ({dropped} more like it in the last {self.window:.0f} s, not logged)"
+            record.exc_info = None
+        return True

@@ -161,6 +161,15 @@ class Settings:
     """[NOTARIUM_HOST] Address the HTTP server binds."""
     port: int = 8377
     """[NOTARIUM_PORT] Port the HTTP server binds."""
+    header_timeout: float = 3.0
+    """[NOTARIUM_HEADER_TIMEOUT] Seconds a client may take to send a request's
+    headers (a new connection's first request, and each next one on a kept-alive
+    connection); past it the connection is closed. Also the longest a graceful
+    stop waits for such a client. 0.5 to 60."""
+    max_connections: int = 2048
+    """[NOTARIUM_MAX_CONNECTIONS] Connections held open at once; more wait in the
+    system's queue until one ends (never refused). Cut to what the file
+    descriptor limit leaves after a reserve for the indexes."""
     log_level: str = "info"
     """[NOTARIUM_LOG_LEVEL] debug, info, warning or error."""
     language: str = "fr"
@@ -248,6 +257,8 @@ _ENV_FIELDS: Mapping[str, str] = {
     "NOTARIUM_INDEX_DIR": "index_dir",
     "NOTARIUM_HOST": "host",
     "NOTARIUM_PORT": "port",
+    "NOTARIUM_HEADER_TIMEOUT": "header_timeout",
+    "NOTARIUM_MAX_CONNECTIONS": "max_connections",
     "NOTARIUM_LOG_LEVEL": "log_level",
     "NOTARIUM_LANGUAGE": "language",
     "NOTARIUM_MAX_FILE_BYTES": "max_file_bytes",
@@ -271,8 +282,10 @@ _ENV_FIELDS: Mapping[str, str] = {
     "NOTARIUM_RATE_LIMIT": "rate_limit_per_minute",
 }
 _PATH_FIELDS = {"spaces_root", "index_dir", "model_dir"}
+_FLOAT_FIELDS = {"header_timeout"}
 _INT_FIELDS = {
     "port",
+    "max_connections",
     "max_file_bytes",
     "commit_every",
     "embed_threads",
@@ -365,6 +378,11 @@ def _coerce(key: str, value: Any, base_dir: Path) -> Any:
             return int(value)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{key} must be an integer, got {value!r}") from exc
+    if key in _FLOAT_FIELDS:
+        try:
+            return float(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{key} must be a number, got {value!r}") from exc
     if key in _ORIGIN_FIELDS:
         return tuple(item.rstrip("/") for item in _text_list(key, value, "origins"))
     if key in _HOST_FIELDS:
@@ -467,6 +485,8 @@ def _check(settings: Settings) -> None:
         raise ConfigError(f"log_level must be debug, info, warning or error, got {settings.log_level!r}")
     if not 0 < settings.port < 65536:
         raise ConfigError(f"port must be 1..65535, got {settings.port}")
+    if not 0.5 <= settings.header_timeout <= 60 or settings.max_connections < 1:
+        raise ConfigError("header_timeout must be 0.5..60 seconds and max_connections >= 1")
     if settings.max_file_bytes < 1024 or settings.commit_every < 1:
         raise ConfigError("max_file_bytes must be >= 1024 and commit_every >= 1")
     if not 1 <= settings.embed_batch_size <= 256 or settings.embed_threads < 0:

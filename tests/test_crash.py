@@ -72,6 +72,7 @@ class Server:
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: the supervisor and its worker
         )
 
     def request(self, method: str, path: str) -> int:
@@ -93,8 +94,32 @@ class Server:
         raise AssertionError("the server did not start")
 
     def kill(self) -> None:
-        os.kill(self.process.pid, signal.SIGKILL)
+        """kill -9 of the whole service: the worker that owns the index (a kill
+        of the supervisor alone would stop the worker gracefully) and its supervisor."""
+        workers = children(self.process.pid)
+        os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        for pid in workers:
+            wait_gone(pid)
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def wait_gone(pid: int, timeout: float = START_SECONDS) -> None:
+    """Until `pid` has exited (gone, or a zombie left to init): its locks are released."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"process {pid} did not exit")
 
 
 def edit_burst(rng: random.Random, notes: Path, count: int, version: int) -> None:

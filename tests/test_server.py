@@ -1,22 +1,34 @@
-"""A real uvicorn process on 127.0.0.1: start-up, JSON logs, search, shutdown."""
+"""The real `notarium-search serve` (granian, a supervised worker) on
+127.0.0.1: start-up, JSON logs, search, shutdown; and what a hostile or
+broken world does to it: connections that never finish their headers, forged
+forwarding headers, a worker killed by SIGBUS, a supervisor killed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import Vault
+from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.space import Space
+from tests.conftest import Vault, eventually
 
-STARTUP_SECONDS = 30
+# Bounds on waiting, for a shared 2-core machine at a tenth of its speed.
+STARTUP_SECONDS = 120
+ANSWER_SECONDS = 60.0
+FLOOD = 1100  # connections held open: more than the common descriptor limit of 1,024
+COMMON_SOFT_LIMIT = 1024
 
 
 def free_port() -> int:
@@ -25,52 +37,68 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.mark.slow
-def test_real_server_end_to_end(vault: Vault, tmp_path: Path):
-    for i in range(50):
-        vault.write(
-            f"dossier{i % 3}/n{i}.md", f"---\nid: n{i}\ntags: [t{i % 2}]\n---\nL'interopérabilité numéro {i}.\n"
-        )
-    port = free_port()
-    env = {
-        **os.environ,
-        "NOTARIUM_SPACES_ROOT": str(vault.root),
-        "NOTARIUM_INDEX_DIR": str(tmp_path / "index"),
-        "NOTARIUM_PORT": str(port),
-        "NOTARIUM_LOG_LEVEL": "info",
-    }
-    env.pop("NOTARIUM_CONFIG", None)
-    log_path = tmp_path / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "notarium_search", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(base_url=base, timeout=5) as client:
-            wait_until_ready(client, process)
-            body = client.get("/spaces/notes/search", params={"q": "interoperabilite", "limit": 5}).json()
-            assert len(body["results"]) == 5
-            assert body["results"][0]["snippets"][0]["highlights"]
-            feed = client.get("/spaces/notes/feed", params={"tag": "t1", "folder": "dossier1", "limit": 100}).json()
-            assert {n["id"] for n in feed["items"]} == {f"n{i}" for i in range(50) if i % 2 == 1 and i % 3 == 1}
-            error = client.get("/spaces/absent/search", params={"q": "x"})
-            assert error.status_code == 404
-            assert error.json()["error"] == "unknown_space"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        exit_code = process.wait(timeout=30)
-    # uvicorn shuts down gracefully, then re-raises the signal it caught.
-    assert exit_code in (0, -signal.SIGTERM)
-    lines = [line for line in log_path.read_text().splitlines() if line.strip()]
-    records = [json.loads(line) for line in lines]  # every line is one JSON object
-    events = {r["event"] for r in records}
-    assert "space_indexed" in events
-    assert "Application shutdown complete." in events
-    assert any(r.get("logger", "").startswith("uvicorn") for r in records)
+class Served:
+    """A `notarium-search serve` subprocess in its own process group."""
+
+    def __init__(self, vault: Vault, tmp_path: Path, soft_limit: int | None = None, **env: str) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp_path / f"server-{self.port}.log"
+        self.index_dir = tmp_path / "index"
+        full_env = {
+            **os.environ,
+            "NOTARIUM_SPACES_ROOT": str(vault.root),
+            "NOTARIUM_INDEX_DIR": str(self.index_dir),
+            "NOTARIUM_PORT": str(self.port),
+            "NOTARIUM_LOG_LEVEL": "info",
+            **env,
+        }
+        full_env.pop("NOTARIUM_CONFIG", None)
+
+        def limit_descriptors() -> None:  # what a default systemd unit or shell gives
+            if soft_limit is not None:
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft_limit, hard))
+
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "notarium_search", "serve"],
+                env=full_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=limit_descriptors,
+            )
+
+    def client(self, timeout: float = ANSWER_SECONDS) -> httpx.Client:
+        return httpx.Client(base_url=self.base, timeout=timeout)
+
+    def wait_ready(self) -> None:
+        with self.client(timeout=10) as client:
+            wait_until_ready(client, self.process)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def records(self) -> list[dict[str, object]]:
+        return [json.loads(line) for line in self.log().splitlines() if line.startswith("{")]
+
+    def workers(self) -> list[int]:
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(p) for p in children.read_text().split()] if children.exists() else []
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=STARTUP_SECONDS)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def wait_until_ready(client: httpx.Client, process: subprocess.Popen[bytes]) -> None:
+    """Until every space is indexed (the server must stay up meanwhile)."""
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         assert process.poll() is None, "server exited during start-up"
@@ -83,3 +111,233 @@ def wait_until_ready(client: httpx.Client, process: subprocess.Popen[bytes]) -> 
             return
         time.sleep(0.1)
     raise AssertionError("server did not become ready")
+
+
+@contextlib.contextmanager
+def served(vault: Vault, tmp_path: Path, soft_limit: int | None = None, **env: str) -> Iterator[Served]:
+    server = Served(vault, tmp_path, soft_limit, **env)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def write_notes(vault: Vault, count: int) -> None:
+    for i in range(count):
+        vault.write(
+            f"dossier{i % 3}/n{i}.md", f"---\nid: n{i}\ntags: [t{i % 2}]\n---\nL'interopérabilité numéro {i}.\n"
+        )
+
+
+@pytest.mark.slow
+def test_real_server_end_to_end(vault: Vault, tmp_path: Path):
+    write_notes(vault, 50)
+    server = Served(vault, tmp_path)
+    try:
+        server.wait_ready()
+        with server.client() as client:
+            body = client.get("/spaces/notes/search", params={"q": "interoperabilite", "limit": 5}).json()
+            assert len(body["results"]) == 5
+            assert body["results"][0]["snippets"][0]["highlights"]
+            feed = client.get("/spaces/notes/feed", params={"tag": "t1", "folder": "dossier1", "limit": 100}).json()
+            assert {n["id"] for n in feed["items"]} == {f"n{i}" for i in range(50) if i % 2 == 1 and i % 3 == 1}
+            error = client.get("/spaces/absent/search", params={"q": "x"})
+            assert (error.status_code, error.json()["error"]) == (404, "unknown_space")
+            # DNS rebinding over real HTTP: the name in Host, not the address connected to, decides.
+            rebound = client.get("/spaces/notes/notes/n1", params={"content": 1}, headers={"Host": "attacker.example"})
+            assert (rebound.status_code, rebound.json()["error"]) == (421, "host_not_allowed")
+    finally:
+        exit_code = server.stop()
+    assert exit_code == 0
+    lines = [line for line in server.log().splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line is one JSON object
+    events = {str(r["event"]) for r in records}
+    assert {"space_indexed", "serve_limits", "service_stopped"} <= events
+    access = [str(r["event"]) for r in records if r.get("logger") == "granian.access"]
+    assert any("GET /spaces/notes/search HTTP/1.1" in line for line in access)
+    assert not any("interoperabilite" in line for line in access)  # no search text in the log
+
+
+def open_unfinished(port: int, count: int) -> list[socket.socket]:
+    """`count` connections that send the start of a request and never finish its headers."""
+    held = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=ANSWER_SECONDS)
+        sock.sendall(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        held.append(sock)
+    return held
+
+
+@pytest.fixture
+def many_descriptors() -> Iterator[None]:
+    """This process holds FLOOD sockets: its soft limit goes to the hard one for the test."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < FLOOD + 200:
+        pytest.skip(f"the hard descriptor limit ({hard}) cannot hold {FLOOD} connections")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("many_descriptors")
+def test_connections_that_never_finish_their_headers_do_not_take_the_service_down(vault: Vault, tmp_path: Path):
+    """1,100 connections opened and never finished, at the common soft limit of
+    1,024 descriptors: every real request timed out, the writer failed with
+    "Too many open files" and the log grew by tens of MB (uvicorn). The soft
+    limit is raised to the hard one at start; real clients and the writer go on."""
+    write_notes(vault, 20)
+    with served(vault, tmp_path, soft_limit=COMMON_SOFT_LIMIT, NOTARIUM_HEADER_TIMEOUT="60") as server:
+        lines_before = len(server.log().splitlines())
+        held = open_unfinished(server.port, FLOOD)
+        try:
+            with server.client() as client:  # while all of them are held (60 s header deadline)
+                assert client.get("/healthz").status_code == 200
+                found = client.get("/spaces/notes/search", params={"q": "interoperabilite"})
+                assert found.status_code == 200
+                vault.write("pendant.md", "---\nid: pendant\n---\nécrite pendant l'attaque\n")
+                eventually(
+                    lambda: (
+                        [r["id"] for r in client.get("/spaces/notes/search", params={"q": "attaque"}).json()["results"]]
+                        == ["pendant"]
+                    ),
+                    timeout=ANSWER_SECONDS,
+                )
+                status = client.get("/spaces/notes/status").json()
+                assert status["lexical"]["error"] is None
+        finally:
+            for sock in held:
+                sock.close()
+        flood_lines = server.log().splitlines()[lines_before:]
+        assert len(flood_lines) < 200, flood_lines[-5:]  # a few access lines, no line per connection
+        limits = next(r for r in server.records() if r["event"] == "serve_limits")
+        assert int(str(limits["descriptors"])) > FLOOD + int(str(limits["max_connections"])) // 100
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server closes the connection (waiting at most ANSWER_SECONDS)."""
+    sock.settimeout(ANSWER_SECONDS)
+    try:
+        while True:
+            data = sock.recv(4096)
+            if not data:
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+
+
+@pytest.mark.slow
+def test_a_client_has_header_timeout_seconds_to_send_its_headers(vault: Vault, tmp_path: Path):
+    """uvicorn had no such bound: a connection that sends nothing, or one byte
+    now and then, stayed open for good."""
+    write_notes(vault, 3)
+    with served(vault, tmp_path, NOTARIUM_HEADER_TIMEOUT="1") as server:
+        silent = socket.create_connection(("127.0.0.1", server.port))
+        trickling = socket.create_connection(("127.0.0.1", server.port))
+        trickling.sendall(b"GET /status HTTP/1.1\r\n")
+        kept_alive = socket.create_connection(("127.0.0.1", server.port))
+        kept_alive.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert kept_alive.recv(4096).startswith(b"HTTP/1.1 200")
+        for _ in range(10):  # a header byte every 0.3 s: never done, always sending
+            with contextlib.suppress(OSError):
+                trickling.sendall(b"X")
+            time.sleep(0.3)
+        for sock in (silent, trickling, kept_alive):  # the next request's headers are due too
+            assert closed_by_server(sock)
+            sock.close()
+        with server.client() as client:
+            assert client.get("/healthz").status_code == 200
+
+
+@pytest.mark.slow
+def test_connections_beyond_the_bound_wait_instead_of_failing(vault: Vault, tmp_path: Path):
+    """More connections than max_connections queue in the system until held
+    ones end: a real client is answered, never refused nor given a 503."""
+    write_notes(vault, 3)
+    with served(vault, tmp_path, NOTARIUM_MAX_CONNECTIONS="20", NOTARIUM_HEADER_TIMEOUT="2") as server:
+        held = open_unfinished(server.port, 60)
+        try:
+            with server.client() as client:
+                answer = client.get("/spaces/notes/search", params={"q": "interoperabilite"})
+                assert answer.status_code == 200
+        finally:
+            for sock in held:
+                sock.close()
+
+
+@pytest.mark.slow
+def test_forwarding_headers_are_believed_only_from_trusted_proxies(vault: Vault, tmp_path: Path):
+    """A local client rotating X-Forwarded-For was never rate-limited (uvicorn
+    trusted the header from 127.0.0.1) and the access log showed the forged address."""
+    write_notes(vault, 3)
+    with served(vault, tmp_path, NOTARIUM_RATE_LIMIT="5") as server, server.client() as client:
+        statuses = [client.get("/spaces", headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code for i in range(8)]
+        assert statuses.count(429) >= 3  # one client, whatever it claims
+        assert "203.0.113." not in server.log()
+    with (
+        served(vault, tmp_path, NOTARIUM_RATE_LIMIT="5", NOTARIUM_TRUSTED_PROXIES="127.0.0.1") as server,
+        server.client() as client,
+    ):
+        statuses = [client.get("/spaces", headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code for i in range(8)]
+        assert 429 not in statuses  # behind a named proxy, each forwarded client is its own
+        assert "203.0.113.7" in server.log()
+
+
+@pytest.mark.slow
+def test_a_worker_killed_by_sigbus_is_replaced_and_repairs_the_index(vault: Vault, tmp_path: Path):
+    """Tantivy maps its segment files: one truncated under a running reader
+    kills the process with SIGBUS, which nothing can catch. The supervisor
+    starts a new worker, which finds the damage at open and rebuilds."""
+    write_notes(vault, 300)
+    with served(vault, tmp_path) as server, server.client() as client:
+        first = server.workers()
+        lexical = server.index_dir / "notes" / "lexical"
+        for segment in lexical.iterdir():
+            if segment.suffix in (".idx", ".pos", ".term", ".store"):
+                os.truncate(segment, 64)
+        with contextlib.suppress(httpx.TransportError):
+            client.get("/spaces/notes/search", params={"q": "interoperabilite numero"})
+
+        def answered_again() -> bool:
+            try:
+                found = client.get("/spaces/notes/search", params={"q": "interoperabilite", "limit": 100})
+            except httpx.TransportError:
+                return False
+            return found.status_code == 200 and len(found.json()["results"]) == 100
+
+        eventually(answered_again, timeout=STARTUP_SECONDS)
+        assert server.process.poll() is None  # the supervisor stayed up
+        assert len(server.workers()) == 1
+        assert server.workers() != first
+    events = [str(r["event"]) for r in server.records()]
+    assert "Unexpected exit from worker-1" in events
+    assert "lexical_index_unreadable" in events  # the new worker found the damage
+
+
+@pytest.mark.slow
+def test_a_killed_supervisor_takes_its_worker_and_the_index_lock_with_it(vault: Vault, tmp_path: Path):
+    write_notes(vault, 3)
+    server = Served(vault, tmp_path)
+    try:
+        server.wait_ready()
+        (worker,) = server.workers()
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+
+        def lock_free() -> bool:
+            settings = Settings(spaces=(SpaceConfig("notes", vault.root / "notes"),), index_dir=server.index_dir)
+            try:
+                Space(settings.spaces[0], settings).stop()
+            except Exception:  # noqa: BLE001 - IndexLocked while the orphan lives
+                return False
+            return True
+
+        eventually(lock_free, timeout=STARTUP_SECONDS)
+        assert not Path(f"/proc/{worker}").exists() or "Z" in Path(f"/proc/{worker}/stat").read_text().split()[2]
+    finally:
+        server.stop()

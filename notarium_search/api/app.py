@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, cast
 
 import anyio
+import structlog
 from litestar import Litestar, get, post
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
@@ -46,6 +47,8 @@ from notarium_search.parse import date_parameter
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
 from notarium_search.space import BUILDING_MESSAGE
+
+log = structlog.get_logger(__name__)
 
 MAX_QUERY_CHARS = 1000  # longer input is a paste, not a query
 MAX_FILTER_CHARS = 500
@@ -246,6 +249,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
 
     async def on_shutdown() -> None:
         await anyio.to_thread.run_sync(service.stop)
+        log.info("service_stopped")  # every space's writer done: what a graceful stop ends with
 
     app = Litestar(
         route_handlers=[

@@ -1,0 +1,40 @@
+"""Logging: a known flood (the server out of descriptors) is logged once a
+window with the count of what was dropped, not once per event."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from notarium_search.logsetup import FloodFilter
+from notarium_search.settings import ConfigError, load_settings
+
+
+def record(name: str, message: str) -> logging.LogRecord:
+    return logging.LogRecord(name, logging.ERROR, __file__, 1, message, None, None)
+
+
+def test_a_flood_is_logged_once_a_window_with_what_was_dropped():
+    now = [0.0]
+    flood = FloodFilter(window=60.0, clock=lambda: now[0])
+    accept = "Failed to accept connection: TooManyOpenFiles"
+    assert flood.filter(record("_granian.workers", accept))
+    for _ in range(1000):  # the same second, and the rest of the minute
+        now[0] += 0.05
+        assert not flood.filter(record("_granian.workers", accept))
+    assert flood.filter(record("notarium_search.space", "space_index_failed"))  # other records pass
+    now[0] = 60.0
+    kept = record("_granian.workers", accept)
+    assert flood.filter(kept)
+    assert "1000 more like it in the last 60 s" in kept.getMessage()
+
+
+def test_the_server_limits_are_validated():
+    settings = load_settings(env={"NOTARIUM_HEADER_TIMEOUT": "1.5", "NOTARIUM_MAX_CONNECTIONS": "64"})
+    assert (settings.header_timeout, settings.max_connections) == (1.5, 64)
+    for env in ({"NOTARIUM_HEADER_TIMEOUT": "0"}, {"NOTARIUM_HEADER_TIMEOUT": "61"}, {"NOTARIUM_MAX_CONNECTIONS": "0"}):
+        with pytest.raises(ConfigError, match="header_timeout"):
+            load_settings(env=env)
+    with pytest.raises(ConfigError, match="header_timeout must be a number"):
+        load_settings(env={"NOTARIUM_HEADER_TIMEOUT": "soon"})
