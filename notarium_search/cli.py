@@ -97,10 +97,9 @@ def _serve(settings: Settings, _: argparse.Namespace) -> int:
 
 
 def _mcp(settings: Settings, _: argparse.Namespace) -> int:
+    from notarium_search.api.server import raise_descriptor_limit
     from notarium_search.lexical.store import IndexLocked
     from notarium_search.mcp_server import run_stdio
-
-    from notarium_search.api.server import raise_descriptor_limit
 
     # stdout carries the protocol alone: logs go to stderr, which MCP clients show or keep.
     configure_logging(settings.log_level, sys.stderr)
