@@ -203,10 +203,15 @@ def read_documents(collection: Path) -> Iterator[tuple[str, str, str]]:
                 yield str(doc["id"]), str(doc.get("title") or doc["id"]), str(doc["text"])
 
 
-def evaluate(collection_dir: Path, work: Path, language: str | None = None) -> dict[str, Any]:
-    """Both engines on one collection: quality, latency, index cost, and FTS5 / Tantivy ratios."""
+def evaluate(
+    collection_dir: Path, work: Path, language: str | None = None, max_queries: int | None = None
+) -> dict[str, Any]:
+    """Both engines on one collection: quality, latency, index cost, and FTS5 / Tantivy ratios.
+    `max_queries`: only the first queries by id (a smoke run's sample; None: all of them)."""
     language = language or COLLECTION_LANGUAGES.get(collection_dir.name, "fr")
     queries, qrels = load_judgments(collection_dir)
+    if max_queries is not None:
+        queries = dict(sorted(queries.items())[:max_queries])
     spotlight = [text for _, text in sorted(queries.items())[:SPOTLIGHT_QUERIES]]
     work.mkdir(parents=True, exist_ok=True)
     fts5_db = work / "fts5.sqlite3"

@@ -6,7 +6,7 @@ One command measures, on this machine and in one run, synthetic spaces of
 20,000-character document with `##` sections, tags, dates, wiki-links):
 
     python -m bench.scale                       # all sizes, writes docs/benchmarks/
-    python -m bench.scale --sizes 1000 --quick  # the CI smoke run
+    python -m bench.scale --sizes 100 --quick   # the CI smoke run (with --query-embed-timeout-ms)
 
 Per size: full lexical index (notes/s) and semantic index (fragments/s with
 the multilingual e5 pack); in-process query latency for Spotlight lexical,
@@ -83,8 +83,10 @@ DEFAULT_OUT = PROJECT_ROOT / "docs" / "benchmarks"  # results JSON and PNG plots
 FRESH_VECTORS_UP_TO = 1_000  # sizes up to this are always embedded from scratch
 FLAT_SCAN_QUERIES = 200  # query vectors for the usearch / exact-scan comparison
 EVAL_COLLECTIONS = ("piaf-fr", "cranfield")
+QUALITY_QUERIES = {False: None, True: 200}  # per collection: all of them / the first by id with --quick
 SECONDS_PER_CLIENT_RUN = {False: 10.0, True: 2.0}  # full run / --quick
-CEILING_FRAGMENTS = {False: 300, True: 24}  # fragments timed through the raw model and our embedder
+CEILING_FRAGMENTS = {False: 300, True: 8}  # fragments timed through the raw model and our embedder
+DEFAULT_QUERY_EMBED_TIMEOUT_MS = Settings.__dataclass_fields__["query_embed_timeout_ms"].default
 
 
 def run_size(notes: int, args: argparse.Namespace, corpora: Corpora, plan: Plan, embedder: Embedder) -> dict[str, Any]:
@@ -95,7 +97,12 @@ def run_size(notes: int, args: argparse.Namespace, corpora: Corpora, plan: Plan,
     print(f"[{notes:,} notes] writing the vault", file=sys.stderr, flush=True)
     results: dict[str, Any] = {"notes": notes, "corpus": build_space(notes_dir, notes, corpora)}
     queries = build_queries(plan, corpora)
-    settings = Settings(spaces=(SpaceConfig(SPACE, notes_dir, "fr"),), index_dir=index_dir, log_level="warning")
+    settings = Settings(
+        spaces=(SpaceConfig(SPACE, notes_dir, "fr"),),
+        index_dir=index_dir,
+        log_level="warning",
+        query_embed_timeout_ms=args.query_embed_timeout_ms,
+    )
     print(f"[{notes:,} notes] lexical index and in-process queries", file=sys.stderr, flush=True)
     results["lexical"] = _lexical_phase(settings, notes, queries, plan)
     results["disk"] = {"lexical_bytes": dir_size(index_dir / SPACE / "lexical")}
@@ -107,8 +114,9 @@ def run_size(notes: int, args: argparse.Namespace, corpora: Corpora, plan: Plan,
     results["disk"]["total_bytes"] = dir_size(index_dir / SPACE)
     print(f"[{notes:,} notes] HTTP: cold start, clients, edits", file=sys.stderr, flush=True)
     edits = 2 if args.quick else scale_http.EDITS
+    server_env = {"NOTARIUM_QUERY_EMBED_TIMEOUT_MS": str(args.query_embed_timeout_ms)}
     results["http"] = scale_http.measure_modes(
-        work, args.model, queries, corpora, SECONDS_PER_CLIENT_RUN[args.quick], edits
+        work, args.model, queries, corpora, SECONDS_PER_CLIENT_RUN[args.quick], edits, server_env
     )
     return results
 
@@ -231,7 +239,8 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     quality = {}
     for name in EVAL_COLLECTIONS:
         print(f"[quality] {name}: Tantivy and FTS5", file=sys.stderr, flush=True)
-        quality[name] = fts5_compare.evaluate(args.eval_dir / name, args.work / f"eval-{name}")
+        sample = QUALITY_QUERIES[args.quick]
+        quality[name] = fts5_compare.evaluate(args.eval_dir / name, args.work / f"eval-{name}", max_queries=sample)
     return quality
 
 
@@ -242,9 +251,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results and plots (default {DEFAULT_OUT})")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR, help="embedding pack (default: the e5 pack)")
     parser.add_argument("--eval-dir", type=Path, default=default_eval_dir(), help="holds piaf-fr/ and cranfield/")
-    parser.add_argument("--quick", action="store_true", help="fewer queries, 2 s client runs (the CI smoke run)")
+    quick = "fewer queries (200 per judged collection), 2 s client runs, 2 edits (the CI smoke run)"
+    parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument("--fresh-vectors", action="store_true", help="embed every size from scratch")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument(
+        "--query-embed-timeout-ms",
+        type=int,
+        default=DEFAULT_QUERY_EMBED_TIMEOUT_MS,
+        help="deadline of a query's embedding, in-process and in the servers (default: the service's,"
+        f" {DEFAULT_QUERY_EMBED_TIMEOUT_MS} ms; past it a hybrid answer is lexical-only and counted as degraded)",
+    )
     args = parser.parse_args(argv)
     try:
         args.sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
@@ -252,6 +269,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--sizes {args.sizes!r}: expected numbers separated by commas")
     if not args.sizes or min(args.sizes) < 100:
         parser.error("--sizes: at least one size, each of 100 notes or more")
+    if args.query_embed_timeout_ms < 1:
+        parser.error("--query-embed-timeout-ms: at least 1")
     if not (args.model / "model.onnx").is_file():
         parser.error(f"--model {args.model}: no model.onnx there")
     for name in EVAL_COLLECTIONS:
@@ -271,7 +290,12 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] | None = None)
     results: dict[str, Any] = {
         "benchmark": "scale",
         "command": "python -m bench.scale " + " ".join(sys.argv[1:]),
-        "params": {"sizes": args.sizes, "quick": args.quick, "model": embedder.config.name},
+        "params": {
+            "sizes": args.sizes,
+            "quick": args.quick,
+            "model": embedder.config.name,
+            "query_embed_timeout_ms": args.query_embed_timeout_ms,
+        },
         "machine": machine_info(),
         "sizes": {},
     }
