@@ -4,7 +4,8 @@
 #   semantic (onnxruntime + an embedding model fetched from the hub at build time):
 #     docker build --build-arg SEMANTIC=1 -t notarium-search:semantic .
 #     docker build --build-arg SEMANTIC=1 --build-arg MODEL_REPO=Xenova/all-MiniLM-L6-v2 -t notarium-search:en .
-# Run:    docker run -p 8377:8377 -v /path/to/vault:/notes:ro -v notarium-index:/data notarium-search
+# Run:    docker run --restart unless-stopped -p 127.0.0.1:8377:8377 -v /path/to/vault:/notes:ro -v notarium-index:/data notarium-search
+#         (the restart policy covers a worker that keeps dying; other host names: NOTARIUM_ALLOWED_HOSTS)
 # Each sub-folder of the mounted /notes is a space; indexes live in the /data volume.
 
 FROM python:3.11-slim AS build

@@ -286,6 +286,22 @@ def test_forwarding_headers_are_believed_only_from_trusted_proxies(vault: Vault,
         statuses = [client.get("/spaces", headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code for i in range(8)]
         assert 429 not in statuses  # behind a named proxy, each forwarded client is its own
         assert "203.0.113.7" in server.log()
+    # The page at https://notes.example.org behind a TLS proxy: same-origin once the proxy is named.
+    from_page = {
+        "Host": "notes.example.org",
+        "Origin": "https://notes.example.org",
+        "X-Forwarded-For": "198.51.100.9",
+        "X-Forwarded-Proto": "https",
+    }
+    proxied = {"NOTARIUM_ALLOWED_HOSTS": "notes.example.org"}
+    with served(vault, tmp_path, **proxied) as server, server.client() as client:
+        refused = client.post("/spaces/notes/reindex", headers=from_page)
+        assert (refused.status_code, refused.json()["error"]) == (403, "cross_site_refused")  # seen as http
+    with (
+        served(vault, tmp_path, NOTARIUM_TRUSTED_PROXIES="127.0.0.1", **proxied) as server,
+        server.client() as client,
+    ):
+        assert client.post("/spaces/notes/reindex", headers=from_page).status_code == 202
 
 
 @pytest.mark.slow
@@ -317,6 +333,7 @@ def test_a_worker_killed_by_sigbus_is_replaced_and_repairs_the_index(vault: Vaul
     events = [str(r["event"]) for r in server.records()]
     assert "Unexpected exit from worker-1" in events
     assert "lexical_index_unreadable" in events  # the new worker found the damage
+    assert "Fatal Python error: Bus error" in server.log()  # the dead worker's stacks (faulthandler, stderr)
 
 
 @pytest.mark.slow
