@@ -125,7 +125,8 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
     from notarium_search.lexical.store import IndexLocked
     from notarium_search.models import IndexProgress
     from notarium_search.scan import SpaceUnavailable
-    from notarium_search.space import Space, rate_and_eta
+    from notarium_search.space import Space
+    from notarium_search.space_status import rate_and_eta
 
     configure_logging("warning", sys.stderr)
     log_ignored_folders(settings)

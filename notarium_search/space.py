@@ -29,16 +29,15 @@ from notarium_search.models import (
     FeedFilter,
     IndexProgress,
     IndexState,
-    LexicalStatus,
     NoteSummary,
     SpaceStatus,
 )
 from notarium_search.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.space_folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
+from notarium_search.space_status import BUILDING_MESSAGE, lexical_status, still_building
 from notarium_search.watch import SpaceWatcher
 
-BUILDING_MESSAGE = "Building search index…"
 RETRY_FIRST_SECONDS = 5.0  # after a failed pass; doubled after each failure
 RETRY_MAX_SECONDS = 300.0
 
@@ -398,17 +397,7 @@ class Space:
             # files, but nothing could be committed; rebuilt now rather than at the next edit.
             self.request_repair(f"the index folder {self.directory} was deleted")
         progress = self.indexer.progress
-        rate, eta = rate_and_eta(progress)
-        lexical = LexicalStatus(
-            state=progress.state,
-            indexed=progress.done,
-            total=progress.total,
-            notes_per_second=rate,
-            eta_seconds=eta,
-            last_indexed=progress.last_indexed,
-            error=self._failure,
-            repaired=self.repaired,
-        )
+        lexical = lexical_status(progress, self._failure, self.repaired)
         return SpaceStatus(
             space=self.name,
             path=str(self.config.path),
@@ -418,29 +407,10 @@ class Space:
             lexical=lexical,
             semantic=self.semantic.status() if self.semantic is not None else ChannelStatus(ChannelState.DISABLED),
             graph=self.graph.status(),
-            message=BUILDING_MESSAGE if self._building() else None,
+            message=BUILDING_MESSAGE if still_building(progress, self.graph, self.semantic) else None,
             watch=self.watcher.mode if self.watcher is not None else "off (read-only)",
             collections={
                 c.name: lexical_search.count_notes(self.lexical, FeedFilter(collections=(c.name,)))
                 for c in self.config.collections
             },
         )
-
-    def _building(self) -> bool:
-        """Whether any index of the space that is on is still being built."""
-        if self.indexer.progress.state == IndexState.BUILDING:
-            return True
-        if self.graph.enabled and not self.graph.built:
-            return True
-        return self.semantic is not None and not self.semantic.unavailable and not self.semantic.ready
-
-
-def rate_and_eta(progress: IndexProgress) -> tuple[float | None, float | None]:
-    end = progress.finished_at or time.monotonic()
-    elapsed = end - progress.started_at
-    if progress.done == 0 or elapsed <= 0:
-        return None, None
-    rate = progress.done / elapsed
-    remaining = max(progress.total - progress.done, 0)
-    eta = remaining / rate if progress.state == IndexState.BUILDING else 0.0
-    return round(rate, 1), round(eta, 1)

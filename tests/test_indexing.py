@@ -14,7 +14,8 @@ from notarium_search.models import FeedFilter, IndexState
 from notarium_search.scan import SpaceUnavailable, scan_space
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
-from notarium_search.space import BUILDING_MESSAGE, Space
+from notarium_search.space import Space
+from notarium_search.space_status import BUILDING_MESSAGE
 from tests.conftest import Vault, eventually, ids
 
 NO_FILTER = FeedFilter()

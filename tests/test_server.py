@@ -293,12 +293,13 @@ def test_forwarding_headers_are_believed_only_from_trusted_proxies(vault: Vault,
         "X-Forwarded-For": "198.51.100.9",
         "X-Forwarded-Proto": "https",
     }
-    proxied = {"NOTARIUM_ALLOWED_HOSTS": "notes.example.org"}
-    with served(vault, tmp_path, **proxied) as server, server.client() as client:
+    with served(vault, tmp_path, NOTARIUM_ALLOWED_HOSTS="notes.example.org") as server, server.client() as client:
         refused = client.post("/spaces/notes/reindex", headers=from_page)
         assert (refused.status_code, refused.json()["error"]) == (403, "cross_site_refused")  # seen as http
     with (
-        served(vault, tmp_path, NOTARIUM_TRUSTED_PROXIES="127.0.0.1", **proxied) as server,
+        served(
+            vault, tmp_path, NOTARIUM_TRUSTED_PROXIES="127.0.0.1", NOTARIUM_ALLOWED_HOSTS="notes.example.org"
+        ) as server,
         server.client() as client,
     ):
         assert client.post("/spaces/notes/reindex", headers=from_page).status_code == 202

@@ -46,7 +46,7 @@ from notarium_search.models import FeedFilter, SpaceStatus
 from notarium_search.parse import date_parameter
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
-from notarium_search.space import BUILDING_MESSAGE
+from notarium_search.space_status import BUILDING_MESSAGE
 
 log = structlog.get_logger(__name__)
 
