@@ -32,7 +32,6 @@ from typing import Any
 
 from bench.perf_lexical import (
     FEED_LIMIT,
-    SERVER_MEMORY_FIELDS,
     SPACE,
     BenchQuery,
     Client,
@@ -41,7 +40,6 @@ from bench.perf_lexical import (
     elapsed_ms,
     feed_keywords,
     measure_http_concurrent,
-    proc_status_mb,
     running_server,
     search_path,
     summarize,
@@ -104,12 +102,11 @@ def _measure_mode(
         ready = semantic_ready if vectors else _space_ready
         wait_ready(server.process, server.port, log, ready, SEMANTIC_READY_TIMEOUT)
         ready_s = round(first_answer_s + time.perf_counter() - started, 3)
-        pid = server.process.pid
-        idle = _memory(pid)
+        idle = server.memory()  # the worker that owns the indexes; the supervisor's peak beside it
         single = measure_http_single(server.port, paths)
         sweep = {str(n): measure_http_concurrent(server.port, paths, seconds, n) for n in CLIENT_COUNTS}
         feed = None if vectors else _measure_feed(server.port, feeds)
-        loaded = _memory(pid)
+        loaded = server.memory()
     result = {
         "cold_start_first_answer_s": first_answer_s,
         "ready_s": ready_s,
@@ -155,10 +152,6 @@ def _first_answer(port: int) -> bool:
     finally:
         client.close()
     return status == http.client.OK and bool(json.loads(body)["results"])
-
-
-def _memory(pid: int) -> dict[str, float | None]:
-    return {key: proc_status_mb(pid, field) for key, field in SERVER_MEMORY_FIELDS.items()}
 
 
 # -- incremental latency --------------------------------------------------------
