@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +32,27 @@ def eventually(check: Callable[[], bool], timeout: float = WAIT_SECONDS) -> None
         if time.monotonic() > deadline:
             raise AssertionError("not reflected in time")
         time.sleep(0.05)
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CHILD_SECONDS = 240.0  # a bound on waiting for a child's script, for a loaded 2-core machine
+
+
+def run_child(script: str, *args: str) -> dict[str, Any]:
+    """Run a Python script in a child process (what must not happen to the
+    test process: a descriptor table filled, a file-size limit) and return the
+    JSON object its last line prints."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 class Vault:

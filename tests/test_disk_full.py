@@ -10,15 +10,13 @@ loaded machine committed some of the big notes before the limit tripped."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import run_child
 
 SCRIPT = textwrap.dedent(
     """
@@ -70,16 +68,7 @@ def test_disk_full_keeps_serving_reports_and_resumes(tmp_path: Path):
     notes.mkdir()
     for i in range(20):
         (notes / f"p{i:02}.md").write_text(f"---\nid: p{i:02}\n---\npetit texte {i}\n", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(notes), str(tmp_path / "index")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_child(SCRIPT, str(notes), str(tmp_path / "index"))
     assert result["before"] == 20
     during = result["during"]
     assert during["state"] == "failed"
@@ -141,16 +130,7 @@ def test_a_dead_writer_stops_the_pass_logs_once_and_is_replaced(tmp_path: Path):
     notes.mkdir()
     for i in range(20):
         (notes / f"p{i:02}.md").write_text(f"---\nid: p{i:02}\n---\npetit texte {i}\n", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-c", WRITER_DEATH, str(notes), str(tmp_path / "index")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_child(WRITER_DEATH, str(notes), str(tmp_path / "index"))
     assert result["passes"] == ["WriterFailed", "ok"]  # the first pass once writes succeed brings every note
     assert result["events"].get("note_failed", 0) == 0  # no traceback per note on a dead writer
     assert result["events"].get("note_skipped", 0) == 0

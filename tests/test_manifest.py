@@ -5,9 +5,6 @@ reading (too many open files) changes nothing and is retried."""
 from __future__ import annotations
 
 import errno
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,8 +12,7 @@ import pytest
 
 from notarium_search.faults import StorageFault
 from notarium_search.manifest import Entry, Manifest
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import run_child
 
 # Fills the process's descriptor table (real EMFILE, no patching) and runs a
 # pass that needs to write, twice (as the service retries), frees the table,
@@ -77,16 +73,7 @@ def test_too_many_open_files_never_leaves_ghost_notes(tmp_path: Path):
     notes.mkdir()
     for i in range(30):
         (notes / f"n{i:02}.md").write_text(f"---\nid: n{i:02}\n---\ntexte {i}\n", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-c", EXHAUSTION, str(notes), str(tmp_path / "index")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_child(EXHAUSTION, str(notes), str(tmp_path / "index"))
     assert result["failed"] == ["StorageFault", "StorageFault"]  # stopped; nothing taken for damage
     assert result["passes"] == ["ok", "ok"]
     assert result["indexed"] == result["files"]  # 25 notes for 25 files
