@@ -12,6 +12,7 @@ content, the same hits for every query of a fixed list.
 
 from __future__ import annotations
 
+import fcntl
 import http.client
 import os
 import random
@@ -28,6 +29,8 @@ from notarium_search.lexical import search as lexical
 from notarium_search.models import FeedFilter
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.space_folder import LOCK_FILE
+from tests.conftest import eventually
 
 NOTES = 2000
 ROUNDS_DURING_BUILD = 10
@@ -64,6 +67,7 @@ def note_text(rng: random.Random, i: int, version: int) -> str:
 class Server:
     def __init__(self, spaces_root: Path, index_dir: Path, extra: dict[str, str] | None = None) -> None:
         self.port = free_port()
+        self.index_dir = index_dir
         quiet = {"NOTARIUM_LOG_LEVEL": "error", "NOTARIUM_WATCH_DEBOUNCE_MS": "50"}
         env = server_env(spaces_root, index_dir, self.port, {**quiet, **(extra or {})})
         self.process = subprocess.Popen(
@@ -101,6 +105,23 @@ class Server:
         self.process.wait()
         for pid in workers:
             wait_gone(pid)
+        # A zombie's locks are not always released yet: the descriptor table goes
+        # with the process's last thread, and a Tantivy thread in the middle of a
+        # write can outlive the main one (seen on a loaded machine: IndexLocked at
+        # the restart). The restart needs the writer lock: wait for that itself.
+        locks = list(self.index_dir.glob(f"*/{LOCK_FILE}"))
+        eventually(lambda: all(lock_free(lock) for lock in locks), timeout=START_SECONDS)
+
+
+def lock_free(lock: Path) -> bool:
+    """Whether nobody holds the space's writer lock (taken and released at once)."""
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
 
 
 def children(pid: int) -> list[int]:
@@ -109,7 +130,7 @@ def children(pid: int) -> list[int]:
 
 
 def wait_gone(pid: int, timeout: float = START_SECONDS) -> None:
-    """Until `pid` has exited (gone, or a zombie left to init): its locks are released."""
+    """Until `pid` has exited (gone, or a zombie left to init)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
