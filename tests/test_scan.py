@@ -36,6 +36,22 @@ def nest(root: Path, depth: int) -> Path:
     return folder
 
 
+def unnest(root: Path) -> None:
+    """Remove what `nest` made under `root`, deepest folder first, without
+    recursion. Left in place, the tree broke a later pytest session that had
+    passed: its clean-up of old temporary folders (shutil.rmtree, one recursion
+    per level) raised RecursionError, an internal error and exit status 1 (seen
+    on the shared CI machine, where every run's folders sit side by side)."""
+    chain = [root / "d"]
+    while (chain[-1] / "d").is_dir():
+        chain.append(chain[-1] / "d")
+    for folder in reversed(chain):
+        for entry in folder.iterdir():
+            if not entry.is_dir():
+                entry.unlink()
+        folder.rmdir()
+
+
 def test_a_very_deep_tree_never_blocks_the_space(vault: Vault, caplog: pytest.LogCaptureFixture):
     """1,000 nested folders: os.walk recursed once per level on Python 3.11 and
     raised RecursionError, so the space stayed at 0 notes, retrying forever.
@@ -43,22 +59,26 @@ def test_a_very_deep_tree_never_blocks_the_space(vault: Vault, caplog: pytest.Lo
     space_root = vault.root / "notes"
     vault.write("top.md", note("top", "racine visible"))
     deepest = nest(space_root, 1000)
-    (deepest / "deep.md").write_text(note("deep", "racine enfouie"))
-    shallow = space_root.joinpath(*["d"] * 5)
-    (shallow / "five.md").write_text(note("five", "racine moyenne"))
-    bounded = space_root.joinpath(*["d"] * MAX_FOLDER_DEPTH)
-    (bounded / "edge.md").write_text(note("edge", "racine limite"))
-    assert sys.getrecursionlimit() < 1000 + 50  # the tree is deeper than a recursive walk could go
-    service = vault.service()
-    found = sorted(ids(service.search("notes", "racine", FeedFilter(), 10)))
-    assert found == ["edge", "five", "top"]
-    assert service.spaces["notes"].ready
-    skipped = logged(caplog, "folder_skipped")
-    assert len(skipped) == 1  # once, for the cut, not once per folder below it
-    assert "deeper than" in str(skipped[0]["reason"])
-    # A watcher's report of the deep file is filtered like the scan.
-    assert service.spaces["notes"].run_reconcile(paths={str(deepest.relative_to(space_root) / "deep.md")}).total == 0
-    service.stop()
+    try:
+        (deepest / "deep.md").write_text(note("deep", "racine enfouie"))
+        shallow = space_root.joinpath(*["d"] * 5)
+        (shallow / "five.md").write_text(note("five", "racine moyenne"))
+        bounded = space_root.joinpath(*["d"] * MAX_FOLDER_DEPTH)
+        (bounded / "edge.md").write_text(note("edge", "racine limite"))
+        assert sys.getrecursionlimit() < 1000 + 50  # the tree is deeper than a recursive walk could go
+        service = vault.service()
+        found = sorted(ids(service.search("notes", "racine", FeedFilter(), 10)))
+        assert found == ["edge", "five", "top"]
+        assert service.spaces["notes"].ready
+        skipped = logged(caplog, "folder_skipped")
+        assert len(skipped) == 1  # once, for the cut, not once per folder below it
+        assert "deeper than" in str(skipped[0]["reason"])
+        # A watcher's report of the deep file is filtered like the scan.
+        report = {str(deepest.relative_to(space_root) / "deep.md")}
+        assert service.spaces["notes"].run_reconcile(paths=report).total == 0
+        service.stop()
+    finally:
+        unnest(space_root)
 
 
 def test_a_symlink_swapped_after_the_scan_is_not_read(vault: Vault, tmp_path: Path):
