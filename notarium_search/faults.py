@@ -45,12 +45,18 @@ def os_error_code(exc: BaseException) -> int | None:
     return int(match.group(1) or match.group(2))
 
 
+# OS errors that say what is on disk, not what the machine lacks: a file
+# missing, or something else in its place (a folder, a loop of links). They do
+# not pass by waiting: a segment named by meta.json that is gone is damage.
+STRUCTURAL_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP})
+
+
 def is_passing(exc: BaseException) -> bool:
-    """Whether `exc` is an OS error other than a missing file: a condition of
-    the machine, not of the bytes. A missing file is not passing: a segment
-    named by meta.json that is gone is damage, a deleted folder needs a rebuild."""
+    """Whether `exc` is an OS error that is a condition of the machine (too
+    many open files, no memory, I/O, permissions, disk space), not of what is
+    on disk (STRUCTURAL_ERRNOS)."""
     code = os_error_code(exc)
-    return code is not None and code != errno.ENOENT
+    return code is not None and code not in STRUCTURAL_ERRNOS
 
 
 def is_missing_file(exc: BaseException) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from notarium_search.faults import StorageFault, describe
+from notarium_search.faults import StorageFault, describe, is_passing
 
 log = structlog.get_logger(__name__)
 
@@ -72,7 +72,9 @@ class Manifest:
         except FileNotFoundError:
             return cls(path, fingerprint)
         except OSError as exc:
-            raise StorageFault(f"cannot read the manifest {path}: {describe(exc)}") from exc
+            if is_passing(exc):
+                raise StorageFault(f"cannot read the manifest {path}: {describe(exc)}") from exc
+            data = b""  # something else in its place (a folder): invalid, like bad bytes
         try:
             stored = msgspec.json.decode(data, type=_File)
         except msgspec.DecodeError as exc:
@@ -116,7 +118,9 @@ class Manifest:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise StorageFault(f"cannot read {self.unsettled_path}: {describe(exc)}") from exc
+            if is_passing(exc):
+                raise StorageFault(f"cannot read {self.unsettled_path}: {describe(exc)}") from exc
+            data = b""  # something else in its place: invalid, so nothing is certain
         try:
             return msgspec.json.decode(data, type=Unsettled)
         except msgspec.DecodeError as exc:

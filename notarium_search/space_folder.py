@@ -10,7 +10,7 @@ import secrets
 from pathlib import Path
 from typing import TextIO
 
-from notarium_search.faults import StorageFault, describe
+from notarium_search.faults import StorageFault, describe, is_passing
 from notarium_search.lexical.cursor import KEY_BYTES, CursorCodec
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.manifest import Manifest, write_atomic
@@ -51,7 +51,7 @@ def cursor_codec(directory: Path, read_only: bool) -> CursorCodec:
     except FileNotFoundError:
         key = b""
     except (OSError, ValueError) as exc:
-        if isinstance(exc, OSError) and not read_only:
+        if isinstance(exc, OSError) and is_passing(exc) and not read_only:
             raise StorageFault(f"cannot read {path}: {describe(exc)}") from exc
         key = b""
     if len(key) >= KEY_BYTES:

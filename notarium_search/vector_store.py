@@ -39,7 +39,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeAlias
 
-from notarium_search.faults import StorageFault, describe
+from notarium_search.faults import StorageFault, describe, is_passing
 from notarium_search.manifest import write_atomic
 
 if TYPE_CHECKING:
@@ -296,8 +296,10 @@ def _read_verified(path: Path, checksum: str) -> bytes:
         data = path.read_bytes()
     except FileNotFoundError as exc:
         raise VectorStoreCorrupt(f"vector file missing: {path}") from exc
-    except OSError as exc:  # too many open files, an I/O error: says nothing of the bytes
-        raise StorageFault(f"cannot read the vector file {path}: {describe(exc)}") from exc
+    except OSError as exc:
+        if is_passing(exc):  # too many open files, an I/O error: says nothing of the bytes
+            raise StorageFault(f"cannot read the vector file {path}: {describe(exc)}") from exc
+        raise VectorStoreCorrupt(f"vector file unreadable: {path}: {exc}") from exc  # a folder in its place
     actual = checksum_of(data)
     if actual != checksum:
         raise VectorStoreCorrupt(

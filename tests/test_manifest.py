@@ -118,3 +118,15 @@ def test_the_opstamp_is_kept_and_forgotten_with_the_entries(tmp_path: Path):
     assert (loaded.opstamp, loaded.indexed_notes()) == (7, 1)
     loaded.forget()
     assert (loaded.opstamp, loaded.entries) == (None, {})
+
+
+def test_something_else_in_a_records_place_is_damage_not_a_passing_fault(tmp_path: Path):
+    """A folder where the manifest should be will not pass by waiting (unlike
+    EMFILE): it reads as invalid, so the index is rebuilt from the notes."""
+    (tmp_path / "manifest.json").mkdir()
+    assert Manifest.load(tmp_path / "manifest.json", "fp").entries == {}
+    manifest = Manifest(tmp_path / "manifest.json", "fp")
+    manifest.unsettled_path.mkdir()
+    unsettled = manifest.load_unsettled()
+    assert unsettled is not None
+    assert unsettled.everything

@@ -110,10 +110,10 @@ class LexicalIndex:
         """The opstamp meta.json names (None: no readable meta.json)."""
         try:
             meta = msgspec.json.decode((self.directory / "meta.json").read_bytes())
-        except FileNotFoundError:
-            return None
         except OSError as exc:
-            raise StorageFault(f"cannot read {self.directory / 'meta.json'}: {describe(exc)}") from exc
+            if is_passing(exc):
+                raise StorageFault(f"cannot read {self.directory / 'meta.json'}: {describe(exc)}") from exc
+            return None
         except msgspec.DecodeError:
             return None
         opstamp = meta.get("opstamp") if isinstance(meta, dict) else None

@@ -28,7 +28,7 @@ import structlog
 
 from notarium_search.chunking import CHUNKING_FINGERPRINT, chunk_note
 from notarium_search.embedding import Embedder
-from notarium_search.faults import StorageFault, describe
+from notarium_search.faults import StorageFault, describe, is_passing
 from notarium_search.manifest import write_atomic
 from notarium_search.models import Fragment, ParsedNote
 from notarium_search.vector_store import VectorStore, VectorStoreCorrupt
@@ -109,8 +109,11 @@ class SemanticIndex:
             manifest = msgspec.json.decode(self._manifest_path.read_bytes(), type=_Manifest)
         except FileNotFoundError:
             return
-        except OSError as exc:  # a passing fault, not damage: the vectors are kept (faults.py)
-            raise StorageFault(f"cannot read {self._manifest_path}: {describe(exc)}") from exc
+        except OSError as exc:
+            if is_passing(exc):  # a passing fault, not damage: the vectors are kept (faults.py)
+                raise StorageFault(f"cannot read {self._manifest_path}: {describe(exc)}") from exc
+            self._reset(f"vector manifest unreadable ({exc}): rebuilding")
+            return
         except msgspec.DecodeError as exc:
             self._reset(f"vector manifest unreadable ({exc}): rebuilding")
             return
