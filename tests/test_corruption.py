@@ -4,7 +4,6 @@ status, and ends identical to a clean build. (Vector files: test_semantic.py.)""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from notarium_search.api.app import create_app
 from notarium_search.lexical import search as lexical
 from notarium_search.models import FeedFilter
 from notarium_search.service import Service
-from tests.conftest import Vault
+from tests.conftest import Vault, eventually
 
 NOTES = 60
 
@@ -105,14 +104,8 @@ def test_the_writer_repairs_a_running_service(vault: Vault):
         assert space.wait_ready(30)
         with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
             assert client.get("/spaces/notes/feed").status_code == 503  # found on read
-            deadline = time.monotonic() + 30
-            while client.get("/spaces/notes/feed", params={"limit": 100}).status_code != 200:
-                assert time.monotonic() < deadline, "not repaired in time"
-                time.sleep(0.05)
+            eventually(lambda: client.get("/spaces/notes/feed", params={"limit": 100}).status_code == 200)
             assert "damaged" in (client.get("/spaces/notes/status").json()["lexical"]["repaired"] or "")
-        deadline = time.monotonic() + 30
-        while state(service) != expected:  # the rebuild commits as it goes
-            assert time.monotonic() < deadline, "not rebuilt in time"
-            time.sleep(0.05)
+        eventually(lambda: state(service) == expected)  # the rebuild commits as it goes
     finally:
         service.stop()

@@ -44,14 +44,14 @@ SCRIPT = textwrap.dedent(
         (root / f"big{i:03}.md").write_text(f"# Grand {i}\\n\\n" + "volumineux " * 6000 + "\\n")
     resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, resource.RLIM_INFINITY))
     space.request_reindex()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 240  # bounds on waiting, for a loaded machine
     while space.status().lexical.state != "failed" and time.monotonic() < deadline:
         time.sleep(0.05)
     status = space.status()
     during = {"notes": status.notes, "state": status.lexical.state, "error": status.lexical.error,
               "search": len(service.search("notes", "petit", FeedFilter(), 100).results)}
     resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    deadline = time.monotonic() + 60  # no file changes: only the retry can bring the notes in
+    deadline = time.monotonic() + 240  # no file changes: only the retry can bring the notes in
     while space.status().notes < 320 and time.monotonic() < deadline:
         time.sleep(0.1)
     after = {"notes": space.status().notes, "state": space.status().lexical.state,

@@ -46,7 +46,7 @@ INITIALIZE = {
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
 }
 STREAMABLE_ACCEPT = {"Accept": "application/json, text/event-stream"}
-READY_SECONDS = 30  # index, load MiniLM and embed a few notes, on a busy 2-core machine
+READY_SECONDS = 120  # index, load MiniLM and embed a few notes, on a 2-core machine at a tenth of its speed
 POLL_SECONDS = 0.3
 EXIT_SECONDS = 30
 TODAY = datetime.now(UTC).date()
