@@ -51,6 +51,18 @@ def os_error_code(exc: BaseException) -> int | None:
 STRUCTURAL_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP})
 
 
+# OS errors that say the machine is short of something (descriptors, memory),
+# not that one note file or folder is bad: the pass that meets one stops and is
+# retried, instead of skipping (or dropping) notes one by one.
+SHORTAGE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+
+def stop_if_short(exc: OSError, where: object) -> None:
+    """Raise StorageFault when `exc` is a shortage of the machine."""
+    if exc.errno in SHORTAGE_ERRNOS:
+        raise StorageFault(f"cannot read {where}: {describe(exc)}; the pass is retried later") from exc
+
+
 def is_passing(exc: BaseException) -> bool:
     """Whether `exc` is an OS error that is a condition of the machine (too
     many open files, no memory, I/O, permissions, disk space), not of what is

@@ -19,14 +19,13 @@ from datetime import UTC, datetime
 import structlog
 
 from notarium_search.collection import CollectionRules
-from notarium_search.faults import IndexFolderMissing, StorageFault, describe
+from notarium_search.faults import IndexFolderMissing, StorageFault, stop_if_short
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.manifest import Entry, Manifest
 from notarium_search.models import IndexProgress, IndexState, ParsedNote, SourceFile
 from notarium_search.parse import NotANote, decode_note, parse_note
 from notarium_search.scan import (
-    RESOURCE_ERRNOS,
     OutsideSpace,
     SpaceUnavailable,
     check_root,
@@ -302,8 +301,7 @@ class SpaceIndexer:
                 Entry(source.mtime_ns, source.size, "", None), progress, source.rel_path, str(exc.strerror)
             )
         except OSError as exc:  # vanished or unreadable: retried at the next reconcile
-            if exc.errno in RESOURCE_ERRNOS:
-                raise StorageFault(f"cannot read {source.rel_path}: {describe(exc)}") from exc
+            stop_if_short(exc, source.rel_path)
             self._skip(progress, source.rel_path, f"cannot read: {exc.strerror}")
             return None
         digest = hashlib.blake2b(raw, digest_size=16).hexdigest()

@@ -22,16 +22,13 @@ from typing import BinaryIO
 
 import structlog
 
-from notarium_search.faults import StorageFault, describe
+from notarium_search.faults import describe, stop_if_short
 from notarium_search.models import SourceFile
 
 # Deeper folders are skipped with a logged reason. Real vaults nest a handful
 # of levels; the bound only keeps a pathological tree (1,000 levels in the
 # attack review) from costing paths of thousands of characters per file.
 MAX_FOLDER_DEPTH = 128
-# Errors that say the machine is short of something, not that a file or folder is
-# bad: the pass stops and is retried, instead of skipping (or dropping) notes.
-RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 # A name that is gone between the listing and the stat: the note is deleted.
 _GONE_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR})
 
@@ -74,15 +71,10 @@ def check_root(root: Path) -> None:
             " the index is kept as it is until the folder is back"
         ) from exc
     except OSError as exc:
-        _stop_if_short(exc, root)
+        stop_if_short(exc, root)
         raise SpaceUnavailable(f"the notes folder {root} cannot be reached: {exc.strerror}") from exc
     if not stat.S_ISDIR(info.st_mode):
         raise SpaceUnavailable(f"the notes folder {root} is not a folder: the index is kept as it is")
-
-
-def _stop_if_short(exc: OSError, where: object) -> None:
-    if exc.errno in RESOURCE_ERRNOS:
-        raise StorageFault(f"cannot read {where}: {describe(exc)}; the pass is retried later") from exc
 
 
 @cache
@@ -176,7 +168,7 @@ class _Walk:
             self.found.append(source)
 
     def _unlisted(self, rel_dir: str, exc: OSError) -> None:
-        _stop_if_short(exc, self.root / rel_dir)
+        stop_if_short(exc, self.root / rel_dir)
         if not rel_dir:  # the space's folder went away during the walk
             raise SpaceUnavailable(f"the notes folder {self.root} cannot be listed: {exc.strerror}") from exc
         self.unreadable.append(rel_dir)
@@ -207,7 +199,7 @@ def _stat(root_real: Path, abs_path: str, rel_path: str) -> SourceFile | None:
                 return None
         info = os.stat(abs_path)
     except OSError as exc:
-        _stop_if_short(exc, abs_path)
+        stop_if_short(exc, abs_path)
         if exc.errno in _GONE_ERRNOS or exc.errno == errno.ELOOP:
             return None  # deleted since the listing, or a dangling or looping symlink: not a note
         raise
@@ -287,7 +279,7 @@ def stat_paths(
             missing.append(rel_path)
             continue
         except OSError as exc:
-            _stop_if_short(exc, abs_path)
+            stop_if_short(exc, abs_path)
             return None  # e.g. an unreadable folder: not known to be gone, and a full scan says why
         if os.path.isdir(abs_path) or os.path.realpath(os.path.dirname(abs_path)) != os.path.join(
             root_real, os.path.dirname(rel_path)
