@@ -104,7 +104,7 @@ class SpaceIndexer:
         Raises scan.SpaceUnavailable, before anything is touched, when the
         space's folder is not there: its notes are unknown, not deleted."""
         check_root(self.space.path)
-        if not (self.lexical.directory / "meta.json").exists():
+        if self.lexical.folder_missing:
             # Deleted under the running service: commits could no longer land (and
             # one with nothing to write would not even fail): the space is rebuilt.
             raise IndexFolderMissing(f"the index folder {self.lexical.directory} was deleted")

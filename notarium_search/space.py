@@ -392,7 +392,7 @@ class Space:
         return False
 
     def status(self) -> SpaceStatus:
-        if not self.read_only and not (self.directory / "lexical").is_dir():
+        if not self.read_only and self.lexical.folder_missing:
             # Deleted under the running service: answers still come from the open
             # files, but nothing could be committed; rebuilt now rather than at the next edit.
             self.request_repair(f"the index folder {self.directory} was deleted")

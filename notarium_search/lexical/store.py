@@ -106,6 +106,12 @@ class LexicalIndex:
             raise self._failure("reload", exc) from exc
         self._searcher = self.index.searcher()
 
+    @property
+    def folder_missing(self) -> bool:
+        """Its folder (or meta.json) was deleted under the running service:
+        readers still see the open files, but nothing can be committed."""
+        return not (self.directory / "meta.json").exists()
+
     def committed_opstamp(self) -> int | None:
         """The opstamp meta.json names (None: no readable meta.json)."""
         try:
@@ -178,7 +184,7 @@ class LexicalIndex:
     def _failure(self, what: str, exc: ValueError) -> Exception:
         """What a write error means: the index folder deleted under us, or a
         writer failure to retry (disk full, I/O)."""
-        if not (self.directory / "meta.json").exists():
+        if self.folder_missing:
             return IndexFolderMissing(f"the index folder {self.directory} was deleted")
         return WriterFailed(f"the index of {self.directory.parent.name} could not {what}: {describe(exc)}")
 
