@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -57,6 +58,27 @@ FLOODS = (
 FLOOD_WINDOW_SECONDS = 60.0
 
 
+class Throttle:
+    """At most one event per key and window; counts the ones held back."""
+
+    def __init__(self, window: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.window = window
+        self.clock = clock
+        self._seen: dict[object, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def admit(self, key: object) -> int | None:
+        """None: hold this one back; else how many were held back since the last one admitted."""
+        with self._lock:
+            now = self.clock()
+            last, held = self._seen.get(key, (float("-inf"), 0))
+            if now - last < self.window:
+                self._seen[key] = (last, held + 1)
+                return None
+            self._seen[key] = (now, 0)
+            return held
+
+
 class FloodFilter(logging.Filter):
     """Lets the first record of a known flood through, then at most one per
     window, which says how many were dropped meanwhile."""
@@ -64,20 +86,16 @@ class FloodFilter(logging.Filter):
     def __init__(self, window: float = FLOOD_WINDOW_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.window = window
-        self.clock = clock
-        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+        self._throttle = Throttle(window, clock)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.msg if isinstance(record.msg, str) else ""
         flood = next((f for f in FLOODS if record.name.startswith(f[0]) and message.startswith(f[1])), None)
         if flood is None:
             return True
-        now = self.clock()
-        last, dropped = self._seen.get(flood, (float("-inf"), 0))
-        if now - last < self.window:
-            self._seen[flood] = (last, dropped + 1)
+        dropped = self._throttle.admit(flood)
+        if dropped is None:
             return False
-        self._seen[flood] = (now, 0)
         if dropped:
             record.msg = f"{message} ({dropped} more like it in the last {self.window:.0f} s, not logged)"
             record.exc_info = None

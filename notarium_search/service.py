@@ -31,6 +31,7 @@ from notarium_search.graph import GRAPH_SEEDS
 from notarium_search.hybrid import merge
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import is_damage
+from notarium_search.logsetup import Throttle
 from notarium_search.memory import MemoryTrimmer
 from notarium_search.models import (
     FeedFilter,
@@ -104,17 +105,13 @@ def reading(space: Space) -> Iterator[None]:
 # A shortage (too many open files) fails every request while it lasts: one
 # line per space and per minute says so, not one per request.
 UNAVAILABLE_LOG_SECONDS = 60.0
-_unavailable_logged: dict[str, float] = {}
-_unavailable_lock = threading.Lock()
+_unavailable_logs = Throttle(UNAVAILABLE_LOG_SECONDS)
 
 
-def _log_unavailable(space: str, exc: BaseException, now: Callable[[], float] = time.monotonic) -> None:
-    with _unavailable_lock:
-        last = _unavailable_logged.get(space)
-        if last is not None and now() - last < UNAVAILABLE_LOG_SECONDS:
-            return
-        _unavailable_logged[space] = now()
-    log.error("index_unavailable", space=space, error=describe(exc), repeats="logged once a minute at most")
+def _log_unavailable(space: str, exc: BaseException) -> None:
+    held_back = _unavailable_logs.admit(space)
+    if held_back is not None:
+        log.error("index_unavailable", space=space, error=describe(exc), not_logged_since_last=held_back)
 
 
 class Service:
