@@ -142,10 +142,17 @@ async def _send_uniform(send: Send, held: list[Message]) -> None:
     text = b"".join(c.get("body", b"") for c in chunks)[:FOREIGN_BODY_LIMIT].decode("utf-8", "replace").strip()
     code = _CODES.get(status, "internal_error" if status >= 500 else "error")
     detail = text if text and status < 500 else "internal error; see the server log" if status >= 500 else code
-    body = msgspec.json.encode(ErrorBody(code, detail, status))
     kept = [
         (k, v) for k, v in start.get("headers", ()) if k.lower() not in (b"content-type", b"content-length")
     ]  # CORS and Allow headers stay
-    kept += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": kept})
+    await send_error(send, status, code, detail, kept)
+
+
+async def send_error(
+    send: Send, status: int, code: str, detail: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """The error body sent from plain ASGI, outside Litestar's handlers."""
+    body = msgspec.json.encode(ErrorBody(code, detail, status))
+    sent = [*(headers or []), (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": sent})
     await send({"type": "http.response.body", "body": body, "more_body": False})

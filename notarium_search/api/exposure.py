@@ -25,10 +25,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-import msgspec
-
 from notarium_search.api.asgi import App, Receive, Scope, Send
-from notarium_search.api.schemas import ErrorBody
+from notarium_search.api.errors import send_error
 from notarium_search.settings import Settings, host_pattern
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
@@ -116,14 +114,14 @@ class Exposure:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})  # policy violation
                 return
-            await _refuse(send, 421, "host_not_allowed", detail)
+            await send_error(send, 421, "host_not_allowed", detail)
             return
         if scope["type"] == "http" and scope["method"] in UNSAFE_METHODS and not self._same_site(scope, headers):
             detail = (
                 "cross-site request refused: the page that sent it is neither this service nor one of"
                 " NOTARIUM_CORS_ORIGINS"
             )
-            await _refuse(send, 403, "cross_site_refused", detail)
+            await send_error(send, 403, "cross_site_refused", detail)
             return
         await self.app(scope, receive, send)
 
@@ -146,15 +144,3 @@ def _headers(scope: Scope) -> dict[str, str]:
     for key, value in scope.get("headers", ()):
         found.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
     return found
-
-
-async def _refuse(send: Send, status: int, code: str, detail: str) -> None:
-    body = msgspec.json.encode(ErrorBody(code, detail, status))
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
