@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -90,6 +91,7 @@ class SpaceIndexer:
         # next pass reads it first, or fails again without touching anything.
         self._manifest_stale = False
         self._work: list[SourceFile] = []  # the files the current pass reads, in path order
+        self._root_real = ""  # the space folder's real path, resolved once per pass (open_note)
 
     def reconcile(
         self,
@@ -104,6 +106,7 @@ class SpaceIndexer:
         Raises scan.SpaceUnavailable, before anything is touched, when the
         space's folder is not there: its notes are unknown, not deleted."""
         check_root(self.space.path)
+        self._root_real = os.path.realpath(self.space.path)
         if self.lexical.folder_missing:
             # Deleted under the running service: commits could no longer land (and
             # one with nothing to write would not even fail): the space is rebuilt.
@@ -294,7 +297,7 @@ class SpaceIndexer:
         limit = self.settings.max_file_bytes
         too_big = source.size > limit
         try:
-            with open_note(self.space.path, source.rel_path) as handle:
+            with open_note(self._root_real, source.rel_path) as handle:
                 raw = handle.read(limit if too_big else -1)
         except OutsideSpace as exc:  # swapped for a symlink out of the space since the scan
             return self._skip_read(

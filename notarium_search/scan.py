@@ -208,21 +208,21 @@ def _stat(root_real: Path, abs_path: str, rel_path: str) -> SourceFile | None:
     return SourceFile(rel_path=rel_path, abs_path=abs_path, size=info.st_size, mtime_ns=info.st_mtime_ns)
 
 
-def open_note(root: Path, rel_path: str) -> BinaryIO:
-    """Open a note for reading, then check what was opened: a regular file
-    whose real path lies inside the space. Checking the path first and opening
-    it later let a symlink swapped in between get a file from outside the
-    space indexed (31 of 1,411 searches in the attack review). O_NONBLOCK: a
-    FIFO swapped in must not block the writer on open. Raises OutsideSpace."""
-    root_real = os.path.realpath(root)
-    fd = os.open(os.path.join(root, rel_path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+def open_note(root_real: str, rel_path: str) -> BinaryIO:
+    """Open a note of the space whose real path (os.path.realpath, resolved
+    once by the caller) is `root_real`, then check what was opened: a regular
+    file whose real path lies inside the space. Checking the path first and
+    opening it later let a symlink swapped in between get a file from outside
+    the space indexed (31 of 1,411 searches in the attack review). O_NONBLOCK:
+    a FIFO swapped in must not block the writer on open. Raises OutsideSpace."""
+    fd = os.open(os.path.join(root_real, rel_path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OutsideSpace(errno.EINVAL, "not a regular file", rel_path)
         opened = _opened_path(fd)
         if opened is not None and not opened.startswith(root_real.rstrip("/") + "/"):
             raise OutsideSpace(errno.EACCES, "symlink points outside the space", rel_path)
-        if opened is None and not _same_file_inside(fd, root_real, os.path.join(root, rel_path)):
+        if opened is None and not _same_file_inside(fd, root_real, os.path.join(root_real, rel_path)):
             raise OutsideSpace(errno.EACCES, "symlink points outside the space", rel_path)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

@@ -4,6 +4,7 @@ and the CLI share (channels → merged response)."""
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -44,6 +45,7 @@ from notarium_search.models import (
     SearchResponse,
     SpaceStatus,
 )
+from notarium_search.scan import open_note
 from notarium_search.settings import Settings, valid_space_name
 from notarium_search.space import Space
 
@@ -344,15 +346,12 @@ def load_configured_embedder(settings: Settings) -> Embedder:
 
 def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
     """A note's file as text, read-only; None when it is gone or not inside
-    the space (the path comes from the index, but a symlink may have moved)."""
-    base = root.resolve()
-    path = (base / rel_path).resolve()
-    if base not in path.parents:
-        return None
+    the space (the path comes from the index, but a symlink may have moved):
+    opened, then checked, as indexing reads it (scan.open_note)."""
     try:
-        with path.open("rb") as stream:
+        with open_note(os.path.realpath(root), rel_path) as stream:
             raw = stream.read(max_bytes)
-    except OSError:
+    except OSError:  # gone, unreadable, or OutsideSpace
         return None
     return raw.decode("utf-8-sig", errors="replace")
 

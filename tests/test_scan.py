@@ -119,16 +119,16 @@ def test_open_note_checks_what_it_opened(tmp_path: Path):
     (space / "out.md").symlink_to(tmp_path / "out.md")
     (space / "in.md").symlink_to(space / "ok.md")
     os.mkfifo(space / "fifo.md")
-    with open_note(space, "ok.md") as handle:
+    with open_note(str(space.resolve()), "ok.md") as handle:
         assert handle.read() == b"dedans"
-    with open_note(space, "in.md") as handle:  # a link inside the space is followed
+    with open_note(str(space.resolve()), "in.md") as handle:  # a link inside the space is followed
         assert handle.read() == b"dedans"
     with pytest.raises(OutsideSpace):
-        open_note(space, "out.md")
+        open_note(str(space.resolve()), "out.md")
     with pytest.raises(OutsideSpace):  # never blocks on a FIFO swapped in
-        open_note(space, "fifo.md")
+        open_note(str(space.resolve()), "fifo.md")
     with pytest.raises(FileNotFoundError):
-        open_note(space, "gone.md")
+        open_note(str(space.resolve()), "gone.md")
 
 
 def test_a_note_that_cannot_be_stated_is_kept_not_deleted(vault: Vault, monkeypatch: pytest.MonkeyPatch):
