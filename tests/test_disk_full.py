@@ -62,12 +62,18 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE semantics")
-def test_disk_full_keeps_serving_reports_and_resumes(tmp_path: Path):
+def small_notes(tmp_path: Path) -> Path:
+    """20 small notes, indexed before the disk fills."""
     notes = tmp_path / "notes"
     notes.mkdir()
     for i in range(20):
         (notes / f"p{i:02}.md").write_text(f"---\nid: p{i:02}\n---\npetit texte {i}\n", encoding="utf-8")
+    return notes
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE semantics")
+def test_disk_full_keeps_serving_reports_and_resumes(tmp_path: Path):
+    notes = small_notes(tmp_path)
     result = run_child(SCRIPT, str(notes), str(tmp_path / "index"))
     assert result["before"] == 20
     during = result["during"]
@@ -126,10 +132,7 @@ WRITER_DEATH = textwrap.dedent(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE semantics")
 def test_a_dead_writer_stops_the_pass_logs_once_and_is_replaced(tmp_path: Path):
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for i in range(20):
-        (notes / f"p{i:02}.md").write_text(f"---\nid: p{i:02}\n---\npetit texte {i}\n", encoding="utf-8")
+    notes = small_notes(tmp_path)
     result = run_child(WRITER_DEATH, str(notes), str(tmp_path / "index"))
     assert result["passes"] == ["WriterFailed", "ok"]  # the first pass once writes succeed brings every note
     assert result["events"].get("note_failed", 0) == 0  # no traceback per note on a dead writer

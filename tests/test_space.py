@@ -17,7 +17,7 @@ from notarium_search.lexical.store import IndexLocked
 from notarium_search.models import FeedFilter, IndexState
 from notarium_search.service import Service
 from notarium_search.space import Space
-from tests.conftest import Vault, eventually, ids
+from tests.conftest import WAIT_SECONDS, Vault, eventually, ids
 
 
 def note(note_id: str, body: str) -> str:
@@ -114,17 +114,23 @@ def test_a_repair_keeps_answering_from_the_last_good_commit(vault: Vault):
         service.stop()
 
 
+def started(vault: Vault) -> tuple[Service, Space]:
+    """A running service (its writer thread) with the space indexed; no watcher, no polling."""
+    service = Service(vault.settings(watch=False, reconcile_interval=0))
+    service.start()
+    space = service.spaces["notes"]
+    assert space.wait_ready(WAIT_SECONDS)
+    return service, space
+
+
 def test_deleting_the_index_folder_under_the_service_heals(vault: Vault):
     """The folder deleted while running: searches still came from the open
     files, but nothing could be committed any more, and status blamed
     "in use by another process" (the real error was ENOENT)."""
     for i in range(10):
         vault.write(f"n{i}.md", note(f"n{i}", "texte commun"))
-    service = Service(vault.settings(watch=False, reconcile_interval=0))
-    service.start()
-    space = service.spaces["notes"]
+    service, space = started(vault)
     try:
-        assert space.wait_ready(30)
         shutil.rmtree(vault.index_dir / "notes")
         vault.write("late.md", note("late", "texte commun tardif"))
         space.request_reindex()
@@ -145,11 +151,8 @@ def test_deleting_the_index_folder_under_the_service_heals(vault: Vault):
 
 def test_a_status_poll_notices_a_deleted_index_folder(vault: Vault):
     vault.write("a.md", note("a", "texte"))
-    service = Service(vault.settings(watch=False, reconcile_interval=0))
-    service.start()
-    space = service.spaces["notes"]
+    service, space = started(vault)
     try:
-        assert space.wait_ready(30)
         shutil.rmtree(vault.index_dir / "notes")
         space.status()  # what /status polling does: no edit, no pass needed
         eventually(lambda: (vault.index_dir / "notes" / "lexical" / "meta.json").exists() and space.ready)
