@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from enum import Enum
@@ -18,6 +18,7 @@ from notarium_search.logsetup import configure_logging
 from notarium_search.settings import ConfigError, Settings, SpaceConfig, load_settings, log_ignored_folders
 
 EXIT_USAGE = 2
+EXIT_SETUP = 2  # what the command needs from the machine is not there (a writable index folder): nothing was done
 # numpy's OpenBLAS keeps one thread per core and wakes them for every matrix
 # product. The service's products are small (a filtered search over at most
 # 2,000 fragments) and run beside onnxruntime's own threads; with the model
@@ -82,6 +83,8 @@ def _serve(settings: Settings, _: argparse.Namespace) -> int:
 
     configure_logging(settings.log_level)
     log_ignored_folders(settings)
+    if not _index_folders_writable(settings, settings.spaces):  # here, not as a traceback in granian's worker
+        return EXIT_SETUP
 
     def load_app() -> Any:  # in the server's worker process, which alone opens the indexes
         from notarium_search.api.app import create_app
@@ -105,6 +108,8 @@ def _mcp(settings: Settings, _: argparse.Namespace) -> int:
     configure_logging(settings.log_level, sys.stderr)
     log_ignored_folders(settings)
     raise_descriptor_limit()  # it holds the indexes as `serve` does
+    if not _index_folders_writable(settings, settings.spaces):  # it writes them as `serve` does
+        return EXIT_SETUP
     try:
         run_stdio(settings)
     except IndexLocked as exc:
@@ -133,6 +138,8 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
     config = settings.space(args.space)
     if config is None:
         return _unknown_space(settings, args.space)
+    if not _index_folders_writable(settings, [config]):
+        return EXIT_SETUP
     try:
         space = Space(config, settings, rebuild=args.full)
     except IndexLocked as exc:
@@ -175,6 +182,23 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
             + (f" ({semantic.reason})" if semantic.reason else "")
         )
     return 130 if stop.is_set() else 0
+
+
+def _index_folders_writable(settings: Settings, spaces: Iterable[SpaceConfig]) -> bool:
+    """Make the index folder and those of `spaces` and prove this process can
+    write them; otherwise say why in one line on stderr (who owns the folder,
+    who we are, the fixes) and return False. For the commands that write
+    indexes only: `search` and `status` create and write nothing."""
+    from notarium_search.index_root import IndexRootUnwritable, ensure_writable
+
+    try:
+        ensure_writable(settings.index_dir)
+        for config in spaces:
+            ensure_writable(settings.index_dir / config.name, settings.index_dir)  # left by a run as root?
+    except IndexRootUnwritable as exc:
+        print(f"notarium-search: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _embed(space: Any, bar: Any, settings: Settings) -> None:
