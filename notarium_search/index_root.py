@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -22,6 +23,11 @@ from pathlib import Path
 from notarium_search.faults import describe
 
 PROBE_PREFIX = ".notarium-write-check-"
+# Files Docker and Podman put in a container's root: there, the folder to hand
+# over is the host folder mounted on the container's path, not the path itself.
+CONTAINER_MARKERS = (Path("/.dockerenv"), Path("/run/.containerenv"))
+MOUNT_TABLE = Path("/proc/self/mountinfo")
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # mountinfo writes a space in a path as \040
 _REFUSED = frozenset({errno.EACCES, errno.EPERM})
 _NOT_A_FOLDER = frozenset({errno.EEXIST, errno.ENOTDIR})
 
@@ -71,7 +77,8 @@ def explain(folder: Path, exc: OSError, tree: Path | None = None) -> str:
             f"cannot reach the index folder {folder}: {blocker} does not let this process in ({who}): {fix} or {run_as}"
         )
     if blocker != folder:
-        fix = f"make it and give it to this user (mkdir -p {folder} && chown -R {uid}:{gid} {folder})"
+        here = f"make it and give it to this user (mkdir -p {folder} && chown -R {uid}:{gid} {folder})"
+        fix = _hand_over(blocker, here, uid, gid)
         refusal = f"{blocker} does not let this process write ({who})"
         return f"cannot create the index folder {folder}: {refusal}: {fix} or {run_as}"
     if _mode_allows(info, uid, gid):
@@ -81,7 +88,7 @@ def explain(folder: Path, exc: OSError, tree: Path | None = None) -> str:
         )
     if info.st_uid == uid:
         return f"{where} ({who}): let its owner, this user, write it (chmod u+rwx {folder})"
-    fix = f"give it to this user (chown -R {uid}:{gid} {tree}, or the host folder mounted there)"
+    fix = _hand_over(tree, f"give it to this user (chown -R {uid}:{gid} {tree})", uid, gid)
     return f"{where} ({who}): {fix} or {run_as}"
 
 
@@ -109,3 +116,31 @@ def _mode_allows(info: os.stat_result, uid: int, gid: int) -> bool:
     else:
         wanted = stat.S_IWOTH | stat.S_IXOTH
     return info.st_mode & wanted == wanted
+
+
+def _hand_over(path: Path, here: str, uid: int, gid: int) -> str:
+    """The fix that gives `path` to this user: `here` (a command on this
+    machine), or in a container, the host folder mounted on it or above it."""
+    host = _host_folder(path)
+    if host is None:
+        return here
+    return f"give the host folder mounted on {host} to this user (on the host: chown -R {uid}:{gid} that folder)"
+
+
+def _host_folder(path: Path) -> Path | None:
+    """In a container, the mount point (other than /) that holds `path`: the
+    host folder mounted there is what the operator can hand over. None
+    outside a container, or when `path` is in the container's own files."""
+    if not any(marker.exists() for marker in CONTAINER_MARKERS):
+        return None
+    try:
+        table = MOUNT_TABLE.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    # Field 5 of each line is the mount point (man 5 proc).
+    rows = [line.split() for line in table.splitlines()]
+    points = {_OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), row[4]) for row in rows if len(row) > 4}
+    for candidate in (path, *path.parents):
+        if str(candidate) in points:
+            return None if candidate == Path("/") else candidate
+    return None

@@ -7,7 +7,9 @@ lets write, so the child drops to 10001 first. It cannot simply be started
 as that user: the interpreter may live where 10001 cannot reach it (here
 under /root, mode 0700). It starts as root, imports what the commands import
 before the check, drops to the user, then runs the command line's main: the
-check and the command run as that user, as in the image.
+check and the command run as that user, as in the image. It reads as outside
+a container unless told otherwise (this machine may be one: the wording
+then depends on what is mounted where).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,14 +35,15 @@ ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another us
 
 DROP_AND_RUN = """
 import os, sys
-from notarium_search import cli
-import notarium_search.api.server, notarium_search.index_root, notarium_search.mcp_server
+from notarium_search import cli, index_root
+import notarium_search.api.server, notarium_search.mcp_server
 import notarium_search.space, notarium_search.space_status, rich.progress
-uid = int(sys.argv[1])
+uid, container = int(sys.argv[1]), sys.argv[2] == "container"
+index_root.CONTAINER_MARKERS = (index_root.Path(os.devnull),) if container else ()
 os.setgroups([])
 os.setgid(uid)
 os.setuid(uid)
-sys.exit(cli.main(sys.argv[2:]))
+sys.exit(cli.main(sys.argv[3:]))
 """
 
 
@@ -61,10 +65,12 @@ def shared() -> Iterator[Path]:
         shutil.rmtree(folder)
 
 
-def run(shared: Path, index_dir: Path, *args: str, as_user: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    shared: Path, index_dir: Path, *args: str, as_user: bool = True, container: bool = False
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(shared / "spaces"), "NOTARIUM_INDEX_DIR": str(index_dir)}
     env.pop("NOTARIUM_CONFIG", None)
-    command = [sys.executable, "-c", DROP_AND_RUN, str(USER), *args]
+    command = [sys.executable, "-c", DROP_AND_RUN, str(USER), "container" if container else "host", *args]
     if not as_user:
         command = [sys.executable, "-m", "notarium_search", *args]
     return subprocess.run(
@@ -117,6 +123,32 @@ def test_a_missing_folder_names_the_folder_above_that_blocks_it(shared: Path):
     assert not index_dir.exists()
 
 
+@contextmanager
+def tmpfs(mount_point: Path, options: str) -> Iterator[None]:
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@ROOT_ONLY
+def test_in_a_container_the_fix_names_the_mounted_host_folder(shared: Path):
+    data = shared / "data"
+    with tmpfs(data, "size=64k,mode=0755"):  # root's, like a host folder Docker made for `-v ~/idx:/data`
+        done = run(shared, data / "index", "serve", container=True)
+    assert done.returncode == 2, done.stderr
+    line = one_line(done.stderr)
+    assert f"cannot create the index folder {data / 'index'}: {data} does not let this process write" in line
+    assert (
+        f"give the host folder mounted on {data} to this user (on the host: chown -R {USER}:{USER} that folder)" in line
+    )
+    assert "docker run --user 0:0" in line
+
+
 @ROOT_ONLY
 def test_a_space_folder_left_by_a_run_as_root_is_named_with_the_whole_folder_to_hand_over(shared: Path):
     index_dir = shared / "index"
@@ -127,7 +159,7 @@ def test_a_space_folder_left_by_a_run_as_root_is_named_with_the_whole_folder_to_
     assert done.returncode == 2, done.stderr
     line = one_line(done.stderr)
     assert f"cannot write the index folder {index_dir / 'notes'} (owner uid 0 gid 0" in line
-    assert f"chown -R {USER}:{USER} {index_dir}," in line
+    assert f"give it to this user (chown -R {USER}:{USER} {index_dir})" in line
 
 
 @ROOT_ONLY
@@ -170,21 +202,14 @@ def test_the_probe_leaves_an_existing_folder_as_it_was(tmp_path: Path):
     ids=["read-only", "full"],
 )
 def test_a_read_only_or_full_file_system_is_one_line(shared: Path, options: str, expected: str):
-    mount_point = shared / "mnt"
-    mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
-    try:
-        index_dir = mount_point / "index"
+    index_dir = shared / "mnt" / "index"
+    with tmpfs(shared / "mnt", options):
         done = run(shared, index_dir, "index", "notes", as_user=False)
-        assert done.returncode == 2, done.stderr
-        line = one_line(done.stderr)
-        assert line == f"notarium-search: cannot write the index folder {index_dir}: {expected}" + (
-            ": mount it read-write (no `:ro`)" if options.startswith("ro") else ""
-        )
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+    assert done.returncode == 2, done.stderr
+    line = one_line(done.stderr)
+    assert line == f"notarium-search: cannot write the index folder {index_dir}: {expected}" + (
+        ": mount it read-write (no `:ro`)" if options.startswith("ro") else ""
+    )
 
 
 def test_search_and_status_never_make_the_index_folder(shared: Path):
