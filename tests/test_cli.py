@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,3 +225,176 @@ def test_the_command_runs_numpy_on_one_blas_thread_unless_told_otherwise(
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     assert os.environ["OPENBLAS_NUM_THREADS"] == expected
+
+
+# ---------------------------------------------------------------- models check
+
+
+def check_pack(pack: Path | None, *options: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"NOTARIUM_CONFIG", "NOTARIUM_MODEL_DIR"}}
+    env.update(extra_env)
+    command = [sys.executable, "-m", "notarium_search", *options, "models", "check"]
+    return subprocess.run(command + ([str(pack)] if pack else []), env=env, capture_output=True, text=True, timeout=120)
+
+
+def broken_copy(tmp_path: Path, name: str = "all-minilm-l6-v2-int8") -> Path:
+    """A writable copy of a shared pack, to break (the shared packs are never touched)."""
+    from tests.conftest import models_dir
+
+    pack = Path(shutil.copytree(models_dir() / name, tmp_path / name))
+    for path in [pack, *pack.iterdir()]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return pack
+
+
+def edit_model_json(pack: Path, **changes: object) -> None:
+    config = json.loads((pack / "model.json").read_text())
+    for key, value in changes.items():
+        if value is None:
+            del config[key]
+        else:
+            config[key] = value
+    (pack / "model.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "all-minilm-l6-v2-int8",
+            "all-minilm-l6-v2-int8, dim 384, pooling mean, normalized, no prefixes, max_tokens 256,",
+        ),
+        (
+            "multilingual-e5-small-int8",
+            "multilingual-e5-small-int8, dim 384, pooling mean, normalized, prefixes 'query: ' / 'passage: ',"
+            " max_tokens 512,",
+        ),
+    ],
+    ids=["minilm", "e5"],
+)
+def test_models_check_says_in_one_line_that_a_pack_works(name: str, expected: str):
+    from tests.conftest import models_dir
+
+    pack = models_dir() / name
+    done = check_pack(pack)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    (line,) = done.stdout.splitlines()
+    assert line.startswith(f"model pack {pack} works: {expected} model.onnx ")
+    found = re.fullmatch(r".* MB, cosine of a French query and its passage (-?[\d.]+)", line)
+    assert found is not None, line
+    cosine = float(found.group(1))
+    assert 0.3 < cosine <= 1.0  # related texts; the e5 pack's cosines sit high for any French pair
+
+
+def truncate_graph(pack: Path) -> None:
+    (pack / "model.onnx").write_bytes((pack / "model.onnx").read_bytes()[:100_000])
+
+
+@pytest.mark.parametrize(
+    ("breakage", "reason"),
+    [
+        (truncate_graph, "cannot load {pack}/model.onnx: [ONNXRuntimeError] : 7 : INVALID_PROTOBUF"),
+        (lambda pack: (pack / "tokenizer.json").unlink(), "model file {pack}/tokenizer.json is missing"),
+        (lambda pack: (pack / "model.onnx").unlink(), "model file {pack}/model.onnx is missing"),
+        (lambda pack: edit_model_json(pack, pooling=None), "model {pack}: 'pooling' is unknown (model.json is"),
+        (lambda pack: edit_model_json(pack, dim=None), "model {pack}: 'dim' is unknown (model.json is"),
+        (
+            lambda pack: edit_model_json(pack, dim=768),
+            "model all-minilm-l6-v2-int8 produces 384-dimensional vectors but its dim is set to 768",
+        ),
+        (lambda pack: shutil.rmtree(pack), "model directory {pack} does not exist"),
+    ],
+    ids=["truncated-graph", "no-tokenizer", "no-graph", "no-pooling", "no-dim", "wrong-dim", "no-folder"],
+)
+def test_models_check_names_what_is_wrong_with_a_pack_in_one_line(
+    tmp_path: Path, breakage: Callable[[Path], None], reason: str
+):
+    pack = broken_copy(tmp_path)
+    breakage(pack)
+    done = check_pack(pack)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"notarium-search: model pack {pack} is not usable: {reason.format(pack=pack)}"), line
+
+
+def test_models_check_without_onnxruntime_says_to_install_the_semantic_extra(tmp_path: Path):
+    from tests.conftest import models_dir
+
+    (tmp_path / "onnxruntime.py").write_text('raise ImportError("not installed")\n')  # shadows the real one
+    pack = models_dir() / "all-minilm-l6-v2-int8"
+    done = check_pack(pack, PYTHONPATH=str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"notarium-search: model pack {pack} is not usable: onnxruntime is not installed"
+        " (pip install 'notarium-search[semantic]')\n"
+    )
+
+
+def test_models_check_applies_the_configured_model_table_as_the_service_does(tmp_path: Path):
+    pack = broken_copy(tmp_path)
+    (pack / "model.json").unlink()  # dim and pooling come from the configuration alone
+    config = tmp_path / "notarium.toml"
+    config.write_text('[model]\ndim = 384\npooling = "mean"\n')
+    done = check_pack(pack, "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert f"model pack {pack} works: all-minilm-l6-v2-int8, dim 384, pooling mean," in done.stdout
+    assert done.stdout.rstrip().endswith("([model] of the configuration sets dim, pooling)")
+    config.write_text('[model]\ndim = 384\npooling = "mean"\nmax_tokens = 600\n')  # past the model's 512 positions
+    too_long = check_pack(pack, "--config", str(config))
+    assert too_long.returncode == 2
+    assert "fails on a 600-token input (is max_tokens above what the model accepts?)" in too_long.stderr
+
+
+def test_models_check_defaults_to_the_configured_pack():
+    from tests.conftest import models_dir
+
+    pack = models_dir() / "all-minilm-l6-v2-int8"
+    done = check_pack(None, NOTARIUM_MODEL_DIR=str(pack))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"model pack {pack} works: ")
+    unset = check_pack(None)
+    assert unset.returncode == 2
+    assert unset.stderr == "notarium-search: no model pack to check: name its folder, or set NOTARIUM_MODEL_DIR\n"
+
+
+class OddEmbedder:
+    """A pack whose vectors break what `models check` checks beyond the loader's own
+    warm-up (no real pack produces them): NaN, not unit length, the wrong shape."""
+
+    def __init__(self, vector: list[float], dim: int = 2) -> None:
+        from notarium_search.embedding import ModelConfig
+
+        self.config = ModelConfig("odd", dim, 16, "mean", True, "", "")
+        self.vector = vector
+
+    def embed_query(self, text: str) -> Any:
+        import numpy as np
+
+        return np.array(self.vector, dtype=np.float32)
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        return np.array([self.vector] * len(texts), dtype=np.float32)
+
+
+@pytest.mark.parametrize(
+    ("vector", "reason"),
+    [
+        ([float("nan"), 1.0], "the test query vector holds NaN or infinite values"),
+        ([3.0, 4.0], "normalize is on but the test vectors have lengths 5.0000, 5.0000"),
+        ([1.0, 0.0, 0.0], "the test query vector has shape (3,), expected (2,)"),
+    ],
+    ids=["nan", "not-unit", "shape"],
+)
+def test_models_check_refuses_vectors_the_service_could_not_use(vector: list[float], reason: str):
+    from notarium_search import cli
+    from notarium_search.embedding import EmbedderUnavailable
+
+    with pytest.raises(EmbedderUnavailable) as refused:
+        cli._embed_test_pair(OddEmbedder(vector))
+    assert str(refused.value) == reason
+    assert cli._embed_test_pair(OddEmbedder([0.6, 0.8])) == "cosine of a French query and its passage 1.000"
