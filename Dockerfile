@@ -1,29 +1,69 @@
-# notarium-search. Two tiers from one Dockerfile:
-#   lexical (default, small, no model):
+# notarium-search: two tiers from one Dockerfile (docs/operations.md#docker).
+#   lexical (the default; no model):
 #     docker build -t notarium-search .
-#   semantic (onnxruntime + an embedding model fetched from the hub at build time):
+#   semantic, from a model pack folder inside the build context (models/ is git-ignored):
+#     docker build --build-arg SEMANTIC=1 --build-arg MODEL_PACK=models/multilingual-e5-small-int8 -t notarium-search:semantic .
+#   semantic, the default model fetched from the Hugging Face hub at build time:
 #     docker build --build-arg SEMANTIC=1 -t notarium-search:semantic .
-#     docker build --build-arg SEMANTIC=1 --build-arg MODEL_REPO=Xenova/all-MiniLM-L6-v2 -t notarium-search:en .
-# Run:    docker run --restart unless-stopped -p 127.0.0.1:8377:8377 -v /path/to/vault:/notes:ro -v notarium-index:/data notarium-search
-#         (the restart policy covers a worker that keeps dying; other host names: NOTARIUM_ALLOWED_HOSTS)
-# Each sub-folder of the mounted /notes is a space; indexes live in the /data volume.
+#   (another hub model: MODEL_REPO, MODEL_ONNX_FILE and MODEL_POOLING together; docs/models.md lists them)
+# Run:
+#   docker run --restart unless-stopped -p 127.0.0.1:8377:8377 -v /path/to/vault:/notes:ro -v notarium-index:/data notarium-search
+# Each sub-folder of /notes is a space; indexes live in the /data volume. Other host
+# names: NOTARIUM_ALLOWED_HOSTS. The whole image is checked by `bash .ci/docker-smoke`.
 
-FROM python:3.11-slim AS build
+# A Debian release, not a moving tag: the same system libraries on every rebuild.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+# strip, for the install step below; only in this stage.
+# hadolint ignore=DL3008
+RUN apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends binutils >/dev/null \
+    && rm -rf /var/lib/apt/lists/*
 ARG SEMANTIC=
-ARG MODEL_REPO=Xenova/multilingual-e5-small
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY notarium_search ./notarium_search
-RUN python -m venv /opt/venv \
-    && mkdir -p /opt/models \
-    && if [ -n "$SEMANTIC" ]; then \
-        /opt/venv/bin/pip install --no-cache-dir "/src[semantic]" \
-        && /opt/venv/bin/notarium-search models download "$MODEL_REPO" /opt/models/default; \
+# Some wheels ship their extension modules with symbol tables: numkong's (under
+# usearch) is 45.5 MB, 4.0 MB stripped; tantivy's 17.5 MB, 12.2 MB. The libraries
+# auditwheel vendored into *.libs/ are left alone (strip can break their patched headers).
+RUN python3 -m venv /opt/venv \
+    && /opt/venv/bin/pip install --no-cache-dir --quiet "/src${SEMANTIC:+[semantic]}" \
+    && find /opt/venv -name '*.so' ! -path '*.libs/*' -exec strip --strip-unneeded {} +
+# Declared after the install, so that another model reuses the installed layer.
+ARG MODEL_PACK=
+# The default model's hub export: its int8 graph (118 MB; onnx/model.onnx is the
+# 470 MB fp32 one), mean pooling (Xenova exports do not say it; docs/models.md).
+ARG MODEL_REPO=Xenova/multilingual-e5-small
+ARG MODEL_ONNX_FILE=onnx/model_quantized.onnx
+ARG MODEL_POOLING=mean
+# Installed by pip as dependencies but never run by the service (the container
+# smoke test exercises search, embedding, MCP and /schema without them): pip
+# and setuptools themselves; faker and polyfactory, test-data generators that
+# Litestar imports only to invent OpenAPI examples, which we do not ask for
+# (30 MB); the hub client tokenizers imports only for from_pretrained, with its
+# download accelerator (hf-xet, fsspec, filelock: 22 MB): the image reads its
+# model from /opt/models and never downloads at run time.
+ARG NOT_RUN="pip setuptools wheel faker polyfactory huggingface-hub hf-xet fsspec filelock"
+# The model, checked here so that a wrong pack fails the build, not the first start.
+# hadolint ignore=SC2086
+RUN --mount=type=bind,target=/context \
+    set -e; mkdir -p /opt/models; \
+    if [ -z "$SEMANTIC" ]; then \
+        if [ -n "$MODEL_PACK" ]; then echo "MODEL_PACK needs --build-arg SEMANTIC=1 (the lexical tier has no model)" >&2; exit 1; fi; \
+    elif [ -n "$MODEL_PACK" ]; then \
+        if [ ! -d "/context/$MODEL_PACK" ]; then \
+            echo "MODEL_PACK=$MODEL_PACK is not a folder of the build context (put the pack under models/, beside the Dockerfile)" >&2; exit 1; \
+        fi; \
+        cp -R "/context/$MODEL_PACK" /opt/models/default; \
     else \
-        /opt/venv/bin/pip install --no-cache-dir /src; \
-    fi
+        /opt/venv/bin/notarium-search models download "$MODEL_REPO" /opt/models/default \
+            --onnx-file "$MODEL_ONNX_FILE" --pooling "$MODEL_POOLING"; \
+    fi; \
+    if [ -n "$SEMANTIC" ]; then /opt/venv/bin/notarium-search models check /opt/models/default; fi; \
+    /opt/venv/bin/python -m pip uninstall --yes --quiet $NOT_RUN
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
 ARG SEMANTIC=
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -34,12 +74,16 @@ ENV PATH=/opt/venv/bin:$PATH \
     NOTARIUM_INDEX_DIR=/data/index \
     NOTARIUM_MODEL_DIR=/opt/models/default \
     VECTOR_SEARCH=${SEMANTIC:+1}
-RUN useradd --system --uid 10001 --create-home --home-dir /data notarium \
+# The base's own pip, setuptools and wheel are never run either. A fixed uid and
+# gid (10001:10001) so that a host folder on /data can be given to them (chown).
+RUN if python3 -m pip --version >/dev/null 2>&1; then python3 -m pip uninstall --yes --quiet pip setuptools wheel; fi \
+    && groupadd --gid 10001 notarium \
+    && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /data --shell /usr/sbin/nologin notarium \
     && mkdir -p /notes /data/index \
-    && chown -R notarium /data
+    && chown -R 10001:10001 /data
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/models /opt/models
-USER 10001
+USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8377
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
