@@ -1,0 +1,70 @@
+"""Both tiers of the image, built once per session from the repository's
+Dockerfile; their sizes and timings are printed at the end of the run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.container.engine import ROOT, Engine, find_engine
+from tests.container.running import Built, build
+
+# The pack the semantic tier is built from, copied into the build context's
+# git-ignored models/ folder (the README's local-pack route).
+PACK = "multilingual-e5-small-int8"
+WORK = Path(os.environ.get("NOTARIUM_CONTAINER_WORK", "/var/tmp/notarium-search-containers"))
+FIGURES: list[str] = []
+
+
+def record(figure: str) -> None:
+    """A size or timing for the summary at the end of the run."""
+    FIGURES.append(figure)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FIGURES:
+        terminalreporter.section("container images: sizes and timings")
+        for figure in FIGURES:
+            terminalreporter.write_line(figure)
+
+
+@pytest.fixture(scope="session")
+def engine() -> Engine:
+    found = find_engine(WORK)
+    record(f"engine: {found.name}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def lexical_image(engine: Engine) -> Built:
+    return _built(engine, "lexical", {})
+
+
+def models_dir() -> Path:
+    """The shared model packs (.ci/docker-smoke sets NOTARIUM_MODELS_DIR)."""
+    return Path(os.environ.get("NOTARIUM_MODELS_DIR", ROOT.parent / "shared" / "models"))
+
+
+@pytest.fixture(scope="session")
+def semantic_image(engine: Engine) -> Iterator[Built]:
+    models = models_dir()
+    target = ROOT / "models" / PACK
+    copied = not target.exists()
+    if copied:
+        shutil.copytree(models / PACK, target)
+        target.chmod(0o755)  # the shared packs are read-only; the copy is ours to remove
+    try:
+        yield _built(engine, "semantic", {"SEMANTIC": "1", "MODEL_PACK": f"models/{PACK}"})
+    finally:
+        if copied:
+            shutil.rmtree(target)
+
+
+def _built(engine: Engine, tier: str, build_args: dict[str, str]) -> Built:
+    built = build(engine, tier, build_args)
+    record(f"{tier} tier: built in {built.seconds:.0f} s, image {built.size / 1e6:.0f} MB ({built.tag})")
+    return built

@@ -1,0 +1,61 @@
+"""A wrong build argument fails the image build with a clear message, not
+the container's first start (run after the tiers' builds, whose install
+layers they reuse)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.container.conftest import models_dir
+from tests.container.engine import BUILD_SECONDS, ROOT, Engine, base_image
+from tests.container.running import Built, build_refused, unique
+
+pytestmark = [pytest.mark.container, pytest.mark.timeout(1800)]
+
+
+@pytest.fixture
+def broken_pack() -> Iterator[str]:
+    """A pack in the build context whose graph is cut short."""
+    relative = f"models/{unique('broken')}"
+    target = ROOT / relative
+    shutil.copytree(models_dir() / "all-minilm-l6-v2-int8", target)
+    target.chmod(0o755)
+    graph = target / "model.onnx"
+    graph.chmod(0o644)
+    graph.write_bytes(graph.read_bytes()[:100_000])
+    yield relative
+    shutil.rmtree(target)
+
+
+def test_a_broken_pack_fails_the_build(engine: Engine, semantic_image: Built, broken_pack: str) -> None:
+    output = build_refused(engine, {"SEMANTIC": "1", "MODEL_PACK": broken_pack})
+    assert "model pack /opt/models/default is not usable: cannot load /opt/models/default/model.onnx" in output, output[
+        -3000:
+    ]
+
+
+def test_a_pack_outside_the_context_fails_the_build(engine: Engine, semantic_image: Built) -> None:
+    output = build_refused(engine, {"SEMANTIC": "1", "MODEL_PACK": "models/no-such-pack"})
+    assert "MODEL_PACK=models/no-such-pack is not a folder of the build context" in output, output[-3000:]
+
+
+def test_a_pack_without_the_semantic_tier_fails_the_build(engine: Engine, lexical_image: Built, tmp_path: Path) -> None:
+    output = build_refused(engine, {"MODEL_PACK": "models/multilingual-e5-small-int8"})
+    assert "MODEL_PACK needs --build-arg SEMANTIC=1" in output, output[-3000:]
+
+
+def test_build_context_holds_only_what_the_image_needs(engine: Engine, lexical_image: Built, tmp_path: Path) -> None:
+    """.dockerignore: no .git, .venv, caches, indexes or compiled files in the
+    context (before it, `docker build .` sent the 800 MB .venv)."""
+    probe = tmp_path / "Dockerfile"
+    listing = "find /context -mindepth 1 -maxdepth 1 && find /context -name '*.pyc'"
+    probe.write_text(f"FROM {base_image()}\nCOPY . /context\nRUN {listing}\n")
+    done = engine.run("build", *engine.build_options, "--no-cache", "-f", str(probe), str(ROOT), timeout=BUILD_SECONDS)
+    listed = {line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip().startswith("/context/")}
+    top = {line.removeprefix("/context/") for line in listed}
+    assert top <= {"pyproject.toml", "README.md", "LICENSE", "notarium_search", "models"}, top
+    assert {"pyproject.toml", "README.md", "LICENSE", "notarium_search"} <= top, top
