@@ -1,36 +1,24 @@
-"""The package installs the way the Dockerfile installs it, from the files the
-Dockerfile copies (a Docker engine is not available to build the image here)."""
+"""Packaging facts the image relies on. The image itself is built and run by
+tests/container (`bash .ci/docker-smoke`)."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
-import shutil
-import subprocess
-import sys
+import shlex
+import urllib.error
+import urllib.request
+from email.message import Message
 from pathlib import Path
 
 import pytest
 
+from notarium_search import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
-
-
-def build_stage_copies() -> list[str]:
-    build_stage = re.split(r"^FROM ", DOCKERFILE, flags=re.M)[1]
-    sources: list[str] = []
-    for line in re.findall(r"^COPY (?!--from)(.+)$", build_stage, re.M):
-        sources.extend(line.split()[:-1])
-    return sources
-
-
-def test_dockerfile_installs_the_project_with_pip():
-    assert re.search(r"pip install --no-cache-dir /src\b", DOCKERFILE)
-    assert "USER 10001" in DOCKERFILE
-    assert "HEALTHCHECK" in DOCKERFILE
-    assert "/healthz" in DOCKERFILE
-    assert "NOTARIUM_SPACES_ROOT=/notes" in DOCKERFILE
-    assert "NOTARIUM_INDEX_DIR=/data/index" in DOCKERFILE
 
 
 def test_build_backend_floor_supports_the_license_expression():
@@ -53,76 +41,57 @@ def test_build_backend_floor_supports_the_license_expression():
         assert int(floor.group(1)) >= 77, (where, setuptools)
 
 
-@pytest.mark.slow
-def test_install_from_the_copied_files(tmp_path: Path):
-    """What this covers: the build stage's COPY lines bring every file the
-    package needs (modules, the Spotlight page's package data, the entry
-    point), and the result imports and runs from where it was installed.
+def test_dockerfile_hub_route_fetches_the_default_model_as_a_working_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """The semantic tier's default route (no MODEL_PACK): the Dockerfile's own
+    `models download` command, with its ARG defaults, against a hub laid out
+    like Xenova/multilingual-e5-small (an fp32 graph at onnx/model.onnx, the
+    int8 one at onnx/model_quantized.onnx, no sentence-transformers files, so
+    no pooling). It must take the int8 graph and give a pack that `models
+    check` accepts, with the E5 prefixes. No network: urlopen answers from
+    the shared pack."""
+    source = Path(os.environ.get("NOTARIUM_MODELS_DIR", ROOT.parent / "shared" / "models"))
+    e5, minilm = source / "multilingual-e5-small-int8", source / "all-minilm-l6-v2-int8"
+    repository = {
+        "onnx/model_quantized.onnx": (e5 / "model.onnx").read_bytes(),
+        "onnx/model.onnx": (minilm / "model.onnx").read_bytes(),  # stands for the 470 MB fp32 graph
+        "tokenizer.json": (e5 / "tokenizer.json").read_bytes(),
+        "config.json": json.dumps({"model_type": "bert", "hidden_size": 384, "max_position_embeddings": 512}).encode(),
+    }
 
-    What it does not: it installs offline with `--no-deps` (the dependencies
-    are this venv's, not resolved from the registry as in the image),
-    `--no-build-isolation` (this venv's setuptools builds it, not the one pip
-    would fetch for `[build-system] requires`), and `--target` (a plain
-    folder, not the image's venv); no image is built and the `semantic`
-    extra is not installed (no Docker engine here)."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in build_stage_copies():
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(path, src / name)
-    target = tmp_path / "site"
-    # Same command as the image, minus dependency downloads (they are this venv's).
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-cache-dir",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(src),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    assert (target / "notarium_search" / "api" / "app.py").exists()
-    assert (target / "notarium_search" / "web" / "app.js").exists()  # package data: the Spotlight page
-    entry_points = next(target.glob("notarium_search-*.dist-info")) / "entry_points.txt"
-    assert "notarium-search = notarium_search.cli:main" in entry_points.read_text()
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    result = subprocess.run(
-        [sys.executable, "-m", "notarium_search", "--help"], env=env, cwd=tmp_path, capture_output=True, text=True
-    )
-    assert result.returncode == 0
-    assert "serve" in result.stdout
-    imported = subprocess.run(
-        [sys.executable, "-c", "import notarium_search.api.app as m; print(m.__file__)"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert imported.stdout.startswith(str(target))
+    def urlopen(request: urllib.request.Request, timeout: float) -> io.BytesIO:
+        path = request.full_url.split("/resolve/main/", 1)[1]
+        if path not in repository:
+            raise urllib.error.HTTPError(request.full_url, 404, "Not Found", Message(), None)
+        return io.BytesIO(repository[path])
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    target = tmp_path / "default"
+    argv = dockerfile_download_command(target)
+    assert argv[:3] == ["models", "download", "Xenova/multilingual-e5-small"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert (target / "model.onnx").read_bytes() == repository["onnx/model_quantized.onnx"]
+    config = json.loads((target / "model.json").read_text())
+    assert (config["pooling"], config["query_prefix"], config["passage_prefix"]) == ("mean", "query: ", "passage: ")
+    capsys.readouterr()
+    assert cli.main(["models", "check", str(target)]) == 0
+    assert "dim 384, pooling mean" in capsys.readouterr().out
 
 
-def test_semantic_tier_is_a_build_argument():
-    import tomllib
+def dockerfile_download_command(target: Path) -> list[str]:
+    """The Dockerfile's `notarium-search models download ...` words, its
+    $VARIABLES replaced by their ARG defaults and the target by `target`."""
+    defaults = dict(re.findall(r"^ARG (\w+)=(\S*)$", DOCKERFILE, re.M))
+    joined = DOCKERFILE.replace("\\\n", " ")
+    (command,) = re.findall(r"notarium-search (models download [^;]+);", joined)
+    words = [re.sub(r"\$(\w+)", lambda m: defaults[m.group(1)], word) for word in shlex.split(command)]
+    return [str(target) if word == "/opt/models/default" else word for word in words]
 
-    assert '"/src[semantic]"' in DOCKERFILE
-    assert "models download" in DOCKERFILE
-    assert "VECTOR_SEARCH=${SEMANTIC:+1}" in DOCKERFILE
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    names = {re.split(r"[<>=\[]", requirement)[0].lower() for requirement in extras["semantic"]}
-    assert names == {"onnxruntime", "tokenizers", "usearch", "numpy"}
-    # The lexical image sets VECTOR_SEARCH to an empty string: that must read as off.
+
+def test_empty_vector_search_reads_as_off():
+    """The lexical image sets VECTOR_SEARCH to an empty string (`${SEMANTIC:+1}`)."""
     from notarium_search.settings import load_settings
 
+    assert "VECTOR_SEARCH=${SEMANTIC:+1}" in DOCKERFILE
     assert load_settings(env={"VECTOR_SEARCH": ""}).vector_search is False
