@@ -170,11 +170,17 @@ class Space:
         if self.semantic is not None:
             self.semantic.unavailable = reason
 
-    def stop(self, timeout: float = 30.0) -> None:
+    def request_stop(self) -> None:
+        """Ask the watcher and the writer to end, without waiting for them."""
         if self.watcher is not None:
-            self.watcher.stop()
+            self.watcher.request_stop()
         self.stop_event.set()
         self._jobs.put(None)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.request_stop()
+        if self.watcher is not None:
+            self.watcher.stop()
         if self._thread is not None:
             self._thread.join(timeout)
         self.lexical.close()

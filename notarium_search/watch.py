@@ -76,8 +76,12 @@ class SpaceWatcher:
         self._thread = threading.Thread(target=self._run, name=f"watch-{self.name}", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def request_stop(self) -> None:
+        """Ask the thread to end (it looks every STOP_CHECK_MS), without waiting."""
         self._stop.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout)
 

@@ -175,3 +175,35 @@ def test_a_read_only_space_never_touches_a_damaged_index(vault: Vault, tmp_path:
         Space(service.settings.spaces[0], service.settings, read_only=True)
     assert sorted(p.name for p in meta.parent.iterdir()) == before
     assert meta.read_text() == "{"
+
+
+def test_a_service_asks_every_space_to_stop_before_waiting_for_one(vault: Vault):
+    """Spaces were stopped one after the other, each waiting for its watcher
+    (up to 0.5 s) and its writer: the stop took the sum, past `docker stop`'s
+    10 s with enough spaces. Here the first space's writer is held busy: the
+    others must be asked to stop while the service still waits for it."""
+    for name in ("a", "b", "c"):
+        vault.write("n.md", note(f"{name}1", "texte"), space=name)
+    service = Service(vault.settings(reconcile_interval=0))
+    service.start()
+    first, *others = service.spaces.values()
+    assert all(space.wait_ready(WAIT_SECONDS) for space in service.spaces.values())
+    busy, release, first_stopped = threading.Event(), threading.Event(), threading.Event()
+    first._jobs.put(lambda: (busy.set(), release.wait(WAIT_SECONDS)))
+    assert busy.wait(WAIT_SECONDS)
+    real_stop = first.stop
+
+    def recorded_stop(timeout: float = 30.0) -> None:
+        real_stop(timeout)
+        first_stopped.set()
+
+    first.stop = recorded_stop  # type: ignore[method-assign]
+    stopping = threading.Thread(target=service.stop)
+    stopping.start()
+    try:
+        eventually(lambda: all(space.stop_event.is_set() for space in others))
+        assert not first_stopped.is_set()  # asked while the service still waits for the held writer
+    finally:
+        release.set()
+        stopping.join(WAIT_SECONDS)
+    assert not stopping.is_alive()
