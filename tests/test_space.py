@@ -189,7 +189,12 @@ def test_a_service_asks_every_space_to_stop_before_waiting_for_one(vault: Vault)
     first, *others = service.spaces.values()
     assert all(space.wait_ready(WAIT_SECONDS) for space in service.spaces.values())
     busy, release, first_stopped = threading.Event(), threading.Event(), threading.Event()
-    first._jobs.put(lambda: (busy.set(), release.wait(WAIT_SECONDS)))
+
+    def hold() -> None:
+        busy.set()
+        release.wait(WAIT_SECONDS)
+
+    first._jobs.put(hold)
     assert busy.wait(WAIT_SECONDS)
     real_stop = first.stop
 
