@@ -36,6 +36,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def engine() -> Engine:
     found = find_engine(WORK)
     record(f"engine: {found.name}")
+    for done in found.setup:
+        record(done)
     return found
 
 

@@ -47,6 +47,7 @@ class Engine:
     name: str  # "docker" or "podman"
     env: dict[str, str] = field(default_factory=dict)
     build_options: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)  # what preparing it did, for the run's summary
 
     def run(self, *args: str, timeout: float = COMMAND_SECONDS, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
@@ -122,7 +123,7 @@ def _podman(work: Path) -> Engine:
         # pip reaches the registry the way the host does.
         build_options=["--pull=never", "--format", "docker", "--network", "host", *_host_ca_mounts(work)],
     )
-    _ensure_base(engine, work)
+    engine.setup.append(_ensure_base(engine, work))
     return engine
 
 
@@ -142,11 +143,11 @@ def _host_ca_mounts(work: Path) -> list[str]:
     return ["-v", f"{bundle}:/run/host-ca.crt:ro", "-v", f"{pip_conf}:/etc/pip.conf:ro"]
 
 
-def _ensure_base(engine: Engine, work: Path) -> None:
+def _ensure_base(engine: Engine, work: Path) -> str:
     name = base_image()
     qualified = name if "/" in name else f"docker.io/library/{name}"
     if engine.run("image", "exists", qualified, check=False).returncode == 0:
-        return
+        return f"base image {qualified}: already in {work}"
     sources = host_apt_sources()
     suite = _debian_suite(name)
     rootfs = work / "rootfs.tar"
@@ -164,7 +165,8 @@ def _ensure_base(engine: Engine, work: Path) -> None:
         raise EngineError(f"mmdebstrap failed:\n{done.stderr[-3000:]}")
     engine.run("import", str(rootfs), qualified)
     rootfs.unlink()
-    print(f"base image {qualified}: made with mmdebstrap in {time.monotonic() - started:.0f} s")
+    size = engine.image_size(qualified) / 1e6
+    return f"base image {qualified}: made with mmdebstrap in {time.monotonic() - started:.0f} s, {size:.0f} MB"
 
 
 def host_apt_sources() -> Path:
