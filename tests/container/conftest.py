@@ -33,12 +33,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def engine() -> Engine:
+def engine() -> Iterator[Engine]:
     found = find_engine(WORK)
     record(f"engine: {found.name}")
     for done in found.setup:
         record(done)
-    return found
+    yield found
+    # The images stay (tagged notarium-search-smoke:TIER, for a look by hand);
+    # the untagged layers of this run's builds go.
+    found.run("image", "prune", "--force", check=False)
 
 
 @pytest.fixture(scope="session")
