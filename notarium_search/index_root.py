@@ -70,17 +70,16 @@ def explain(folder: Path, exc: OSError, tree: Path | None = None) -> str:
         f"owner uid {info.st_uid} gid {info.st_gid}, mode {stat.S_IMODE(info.st_mode):04o};"
         f" this process runs as uid {uid} gid {gid}"
     )
-    run_as = f"run as its owner (docker run --user {info.st_uid}:{info.st_gid} …)"
+    # Never "run as root" as a fix: a root-owned folder is handed over instead.
+    run_as = "" if info.st_uid == 0 else f" or run as its owner (docker run --user {info.st_uid}:{info.st_gid} …)"
     if blocker != folder and not missing:
         fix = f"let this user through it (chmod o+x {blocker})"
-        return (
-            f"cannot reach the index folder {folder}: {blocker} does not let this process in ({who}): {fix} or {run_as}"
-        )
+        return f"cannot reach the index folder {folder}: {blocker} does not let this process in ({who}): {fix}{run_as}"
     if blocker != folder:
         here = f"make it and give it to this user (mkdir -p {folder} && chown -R {uid}:{gid} {folder})"
         fix = _hand_over(blocker, here, uid, gid)
         refusal = f"{blocker} does not let this process write ({who})"
-        return f"cannot create the index folder {folder}: {refusal}: {fix} or {run_as}"
+        return f"cannot create the index folder {folder}: {refusal}: {fix}{run_as}"
     if _mode_allows(info, uid, gid):
         return (
             f"{where} ({who}): its mode allows this user, so something else refuses: SELinux (relabel the"
@@ -89,7 +88,7 @@ def explain(folder: Path, exc: OSError, tree: Path | None = None) -> str:
     if info.st_uid == uid:
         return f"{where} ({who}): let its owner, this user, write it (chmod u+rwx {folder})"
     fix = _hand_over(tree, f"give it to this user (chown -R {uid}:{gid} {tree})", uid, gid)
-    return f"{where} ({who}): {fix} or {run_as}"
+    return f"{where} ({who}): {fix}{run_as}"
 
 
 def _blocker(folder: Path) -> tuple[Path, os.stat_result | None, bool]:

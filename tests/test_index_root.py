@@ -93,16 +93,17 @@ def files_under(folder: Path) -> list[str]:
 @ROOT_ONLY
 @pytest.mark.parametrize("command", [["serve"], ["index", "notes"], ["mcp"]], ids=["serve", "index", "mcp"])
 def test_a_folder_of_another_user_is_one_line_with_both_fixes(shared: Path, command: list[str]):
-    index_dir = shared / "index"  # root's, 0755: what a host folder made by `mkdir` as root looks like
+    index_dir = shared / "index"  # another user's, 0755: a host folder of its owner
     index_dir.mkdir(mode=0o755)
+    os.chown(index_dir, 4242, 4242)
     notes_before = files_under(shared / "spaces")
     done = run(shared, index_dir, *command)
     assert done.returncode == 2, done.stderr
     line = one_line(done.stderr)
-    assert f"cannot write the index folder {index_dir} (owner uid 0 gid 0, mode 0755;" in line
+    assert f"cannot write the index folder {index_dir} (owner uid 4242 gid 4242, mode 0755;" in line
     assert f"this process runs as uid {USER} gid {USER}" in line
     assert f"chown -R {USER}:{USER} {index_dir}" in line
-    assert "docker run --user 0:0" in line
+    assert "docker run --user 4242:4242" in line
     assert done.stdout == ""  # nothing served, nothing indexed
     assert files_under(index_dir) == []
     assert files_under(shared / "spaces") == notes_before
@@ -119,7 +120,7 @@ def test_a_missing_folder_names_the_folder_above_that_blocks_it(shared: Path):
     assert f"cannot create the index folder {index_dir}: {data} does not let this process write" in line
     assert "owner uid 0 gid 0, mode 0755" in line
     assert f"mkdir -p {index_dir} && chown -R {USER}:{USER} {index_dir}" in line
-    assert "docker run --user 0:0" in line
+    assert "--user" not in line  # never "run as root" as a fix
     assert not index_dir.exists()
 
 
@@ -146,7 +147,7 @@ def test_in_a_container_the_fix_names_the_mounted_host_folder(shared: Path):
     assert (
         f"give the host folder mounted on {data} to this user (on the host: chown -R {USER}:{USER} that folder)" in line
     )
-    assert "docker run --user 0:0" in line
+    assert "--user" not in line  # a root-owned folder is handed over, never "run as root"
 
 
 @ROOT_ONLY
