@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import re
 import shutil
 import tempfile
@@ -97,10 +98,20 @@ def download_model(
         config = _hub_model_json(repo_id, {name: hub.json(name) for name in HUB_CONFIG_FILES}, given)
         config["source"] = f"{hub_url}/{repo_id} (revision {revision})"
         (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        # mkdtemp makes its folder 0700: a pack moved into place with it could be
+        # read only by the user who downloaded it (root, in an image build), not by
+        # the service's user. A folder made by mkdir gets what the umask allows.
+        staging.chmod(0o777 & ~_umask())
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -355,9 +357,17 @@ def test_download_from_a_faked_hub_writes_a_loadable_pack(
         return io.BytesIO(repository[path])
 
     monkeypatch.setattr(urllib.request, "urlopen", urlopen)
-    target = download_model("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "minilm")
+    umask = os.umask(0o022)
+    try:
+        target = download_model("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "minilm")
+    finally:
+        os.umask(umask)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["minilm"]  # staging renamed away
     assert sorted(path.name for path in target.iterdir()) == ["model.json", "model.onnx", "tokenizer.json"]
+    # Readable by every user, as the umask allows (the staging folder was 0700:
+    # an image's service user could not open a pack root downloaded).
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    assert {stat.S_IMODE(path.stat().st_mode) for path in target.iterdir()} == {0o644}
     downloaded = load_embedder(target)
     assert downloaded.config == ModelConfig("sentence-transformers/all-MiniLM-L6-v2", 384, 256, "mean", True, "", "")
     assert downloaded.fingerprint == minilm.fingerprint
