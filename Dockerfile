@@ -1,7 +1,7 @@
 # notarium-search: two tiers from one Dockerfile (docs/operations.md#docker).
 #   lexical (the default; no model):
 #     docker build -t notarium-search .
-#   semantic, from a model pack folder inside the build context (models/ is git-ignored):
+#   semantic, from a model pack folder under models/ (git ignores what you put there):
 #     docker build --build-arg SEMANTIC=1 --build-arg MODEL_PACK=models/multilingual-e5-small-int8 -t notarium-search:semantic .
 #   semantic, the default model fetched from the Hugging Face hub at build time:
 #     docker build --build-arg SEMANTIC=1 -t notarium-search:semantic .
@@ -11,7 +11,8 @@
 # Each sub-folder of /notes is a space; indexes live in the /data volume. Other host
 # names: NOTARIUM_ALLOWED_HOSTS. The whole image is checked by `bash .ci/docker-smoke`.
 
-# A Debian release, not a moving tag: the same system libraries on every rebuild.
+# A Debian release, not a moving major tag (3.11-slim follows Debian's newest): the
+# system libraries stay bookworm's. Pin a digest for byte-identical rebuilds.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
@@ -27,7 +28,8 @@ COPY notarium_search ./notarium_search
 # Some wheels ship their extension modules with symbol tables: numkong's (under
 # usearch) is 45.5 MB, 4.0 MB stripped; tantivy's 17.5 MB, 12.2 MB. The libraries
 # auditwheel vendored into *.libs/ are left alone (strip can break their patched headers).
-RUN python3 -m venv /opt/venv \
+RUN case "$SEMANTIC" in ""|1) ;; *) echo "SEMANTIC=$SEMANTIC: give 1 for the semantic tier, nothing for the lexical one" >&2; exit 1;; esac \
+    && python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir --quiet "/src${SEMANTIC:+[semantic]}" \
     && find /opt/venv -name '*.so' ! -path '*.libs/*' -exec strip --strip-unneeded {} +
 # Declared after the install, so that another model reuses the installed layer.
@@ -45,22 +47,34 @@ ARG MODEL_POOLING=mean
 # download accelerator (hf-xet, fsspec, filelock: 22 MB): the image reads its
 # model from /opt/models and never downloads at run time.
 ARG NOT_RUN="pip setuptools wheel faker polyfactory huggingface-hub hf-xet fsspec filelock"
-# The model, checked here so that a wrong pack fails the build, not the first start.
+# The model, checked here so that a wrong pack fails the build, not the first start,
+# and checked as the service's user (10001), who must be able to read it. Only the
+# models/ folder is mounted: podman's bind mounts ignore .dockerignore.
 # hadolint ignore=SC2086
-RUN --mount=type=bind,target=/context \
+RUN --mount=type=bind,source=models,target=/packs \
     set -e; mkdir -p /opt/models; \
     if [ -z "$SEMANTIC" ]; then \
         if [ -n "$MODEL_PACK" ]; then echo "MODEL_PACK needs --build-arg SEMANTIC=1 (the lexical tier has no model)" >&2; exit 1; fi; \
     elif [ -n "$MODEL_PACK" ]; then \
-        if [ ! -d "/context/$MODEL_PACK" ]; then \
-            echo "MODEL_PACK=$MODEL_PACK is not a folder of the build context (put the pack under models/, beside the Dockerfile)" >&2; exit 1; \
+        pack="${MODEL_PACK%/}"; \
+        case "$pack" in \
+            models/*/*|*..*|models/|"") pack=;; \
+            models/*) pack="${pack#models/}";; \
+            *) pack=;; \
+        esac; \
+        if [ -z "$pack" ]; then echo "MODEL_PACK=$MODEL_PACK: name a folder of models/, e.g. models/multilingual-e5-small-int8" >&2; exit 1; fi; \
+        if [ ! -d "/packs/$pack" ]; then \
+            echo "MODEL_PACK=$MODEL_PACK is not a folder of the build context (put the pack in models/, beside the Dockerfile)" >&2; exit 1; \
         fi; \
-        cp -R "/context/$MODEL_PACK" /opt/models/default; \
+        cp -R "/packs/$pack" /opt/models/default; \
     else \
         /opt/venv/bin/notarium-search models download "$MODEL_REPO" /opt/models/default \
             --onnx-file "$MODEL_ONNX_FILE" --pooling "$MODEL_POOLING"; \
     fi; \
-    if [ -n "$SEMANTIC" ]; then /opt/venv/bin/notarium-search models check /opt/models/default; fi; \
+    chmod -R a+rX /opt/models; \
+    if [ -n "$SEMANTIC" ]; then \
+        setpriv --reuid=10001 --regid=10001 --clear-groups /opt/venv/bin/notarium-search models check /opt/models/default; \
+    fi; \
     /opt/venv/bin/python -m pip uninstall --yes --quiet $NOT_RUN
 
 FROM ${PYTHON_IMAGE}
@@ -87,6 +101,6 @@ USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8377
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ['NOTARIUM_PORT'] + '/healthz', timeout=2)"]
+    CMD ["python", "-c", "import os, urllib.request as u; u.build_opener(u.ProxyHandler({})).open('http://127.0.0.1:' + os.environ['NOTARIUM_PORT'] + '/healthz', timeout=2)"]
 ENTRYPOINT ["notarium-search"]
 CMD ["serve"]
