@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.container.engine import ROOT, Engine, find_engine
-from tests.container.running import Built, build
+from tests.container.running import FALLBACKS, Built, build, sweep
 
 # The pack the semantic tier is built from, copied into the build context's
 # git-ignored models/ folder (the README's local-pack route).
 PACK = "multilingual-e5-small-int8"
+PACK_PREFIX = "smoke-"  # the copies these checks make in models/
 WORK = Path(os.environ.get("NOTARIUM_CONTAINER_WORK", "/var/tmp/notarium-search-containers"))
 FIGURES: list[str] = []
 
@@ -38,10 +39,16 @@ def engine() -> Iterator[Engine]:
     record(f"engine: {found.name}")
     for done in found.setup:
         record(done)
+    sweep(found)
+    for leftover in (ROOT / "models").glob(f"{PACK_PREFIX}*"):  # packs a killed run copied
+        shutil.rmtree(leftover)
     yield found
-    # The images stay (tagged notarium-search-smoke:TIER, for a look by hand);
-    # the untagged layers of this run's builds go.
-    found.run("image", "prune", "--force", check=False)
+    sweep(found)
+    FIGURES.extend(FALLBACKS)
+    if found.name == "podman":
+        # Its storage is ours (WORK): the untagged layers of this run's builds go.
+        # The images stay, tagged notarium-search-smoke:TIER, for a look by hand.
+        found.run("image", "prune", "--force", check=False)
 
 
 @pytest.fixture(scope="session")
@@ -56,17 +63,16 @@ def models_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def semantic_image(engine: Engine) -> Iterator[Built]:
-    models = models_dir()
-    target = ROOT / "models" / PACK
-    copied = not target.exists()
-    if copied:
-        shutil.copytree(models / PACK, target)
-        target.chmod(0o755)  # the shared packs are read-only; the copy is ours to remove
+    # A copy of our own, under a name no user pack has. Its folder is 0700, as a
+    # pack `models download` made before it set the mode: the image's user must
+    # still read it (the build makes the model readable, then checks it as 10001).
+    target = ROOT / "models" / f"{PACK_PREFIX}{os.getpid()}-{PACK}"
+    shutil.copytree(models_dir() / PACK, target)
+    target.chmod(0o700)
     try:
-        yield _built(engine, "semantic", {"SEMANTIC": "1", "MODEL_PACK": f"models/{PACK}"})
+        yield _built(engine, "semantic", {"SEMANTIC": "1", "MODEL_PACK": f"models/{target.name}"})
     finally:
-        if copied:
-            shutil.rmtree(target)
+        shutil.rmtree(target)
 
 
 def _built(engine: Engine, tier: str, build_args: dict[str, str]) -> Built:

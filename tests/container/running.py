@@ -26,6 +26,10 @@ READY_SECONDS = 180.0
 # bound on a graceful stop (the service needs well under a second idle).
 STOP_SECONDS = 5
 SAMPLE_VAULT = ROOT / "docs" / "sample-vault"
+# On every container and volume the checks make: a run killed half-way is
+# swept by the next one (conftest.py), and nothing else is touched.
+LABEL = "notarium-search-smoke=1"
+FALLBACKS: list[str] = []  # containers that could not publish a port (the summary says so)
 
 
 @dataclass(frozen=True)
@@ -38,22 +42,28 @@ class Built:
 
 def build(engine: Engine, tier: str, build_args: dict[str, str]) -> Built:
     tag = f"notarium-search-smoke:{tier}"
-    args = [arg for key, value in build_args.items() for arg in ("--build-arg", f"{key}={value}")]
     # Every layer built anew (honest timings, and what a clean machine does),
     # unless NOTARIUM_CONTAINER_CACHE=1 while iterating on the checks.
     cache = [] if os.environ.get("NOTARIUM_CONTAINER_CACHE") == "1" else ["--no-cache"]
     started = time.monotonic()
-    engine.run("build", *engine.build_options, *cache, *args, "-t", tag, str(ROOT), timeout=BUILD_SECONDS)
+    engine.run(
+        "build", *engine.build_options, *cache, *_build_args(build_args), "-t", tag, str(ROOT), timeout=BUILD_SECONDS
+    )
     return Built(tier, tag, time.monotonic() - started, engine.image_size(tag))
 
 
 def build_refused(engine: Engine, build_args: dict[str, str]) -> str:
     """A build expected to fail: its output. Layers already built this session
-    are reused (the failure comes after the install step)."""
-    args = [arg for key, value in build_args.items() for arg in ("--build-arg", f"{key}={value}")]
-    done = engine.run("build", *engine.build_options, *args, str(ROOT), timeout=BUILD_SECONDS, check=False)
+    are reused (the failures come after the install step, or before it)."""
+    done = engine.run(
+        "build", *engine.build_options, *_build_args(build_args), str(ROOT), timeout=BUILD_SECONDS, check=False
+    )
     assert done.returncode != 0, "the build should have failed"
     return done.stdout + done.stderr
+
+
+def _build_args(build_args: dict[str, str]) -> list[str]:
+    return [arg for key, value in build_args.items() for arg in ("--build-arg", f"{key}={value}")]
 
 
 def free_port() -> int:
@@ -84,25 +94,38 @@ class Container:
     def __init__(self, engine: Engine, image: str, name: str, notes: Path, data: str, *extra: str) -> None:
         self.engine, self.image, self.name = engine, image, name
         self.notes, self.data, self.extra = notes, data, extra
-        self.port = free_port()
+        self.port = 0  # known once started: the engine picks a free one
+        self.on_host_network = False
 
     def start_new(self) -> None:
         self.engine.run("rm", "--force", self.name, check=False)
         mounts = ["-v", f"{self.notes}:/notes:ro", "-v", f"{self.data}:/data"]
-        published = ["-p", f"127.0.0.1:{self.port}:8377"]
-        done = self.engine.run(
-            "run", "-d", "--name", self.name, *published, *mounts, *self.extra, self.image, check=False
-        )
-        if done.returncode != 0 and "network" in done.stderr.lower():
+        run = ["run", "-d", "--name", self.name, "--label", LABEL]
+        # -p 127.0.0.1::8377: the engine binds a free port itself (no probe-then-bind race).
+        done = self.engine.run(*run, "-p", "127.0.0.1::8377", *mounts, *self.extra, self.image, check=False)
+        if done.returncode == 0:
+            self._published_port()
+        elif "network" in done.stderr.lower():
             # A machine that refuses the bridge: the host's network, on loopback.
             self.engine.run("rm", "--force", self.name, check=False)
+            self.port = free_port()
             on_host = ["--network", "host", "-e", "NOTARIUM_HOST=127.0.0.1", "-e", f"NOTARIUM_PORT={self.port}"]
-            self.engine.run("run", "-d", "--name", self.name, *on_host, *mounts, *self.extra, self.image)
-        elif done.returncode != 0:
+            self.engine.run(*run, *on_host, *mounts, *self.extra, self.image)
+            self.on_host_network = True
+            FALLBACKS.append(
+                f"{self.name}: the bridge was refused ({done.stderr.strip()[:200]}); ran on the host network"
+            )
+        else:
             raise EngineError(f"{self.engine.name} run exited {done.returncode}:\n{done.stderr}")
 
     def restart(self) -> None:
         self.engine.run("start", self.name)
+        if not self.on_host_network:
+            self._published_port()  # Docker picks another port at each start
+
+    def _published_port(self) -> None:
+        published = self.engine.run("port", self.name, "8377/tcp").stdout.split()
+        self.port = int(published[0].rsplit(":", 1)[1])  # "127.0.0.1:43121"
 
     def stop(self) -> tuple[float, int]:
         """SIGTERM, then SIGKILL after STOP_SECONDS: seconds taken, exit code."""
@@ -121,6 +144,19 @@ class Container:
 
     def remove(self) -> None:
         self.engine.run("rm", "--force", self.name, check=False)
+
+    def new_events(self, event: str, after: int, spaces: set[str]) -> list[dict[str, Any]]:
+        """The `event` records logged after the first `after` ones, once every
+        space of `spaces` has logged one (a bounded poll: the status can say
+        ready a moment before the line reaches the engine's log)."""
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            found = self.log_events(event)[after:]
+            if {record.get("space") for record in found} >= spaces:
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {event} for {spaces} after the first {after}:\n{self.logs()[-4000:]}")
+            time.sleep(0.2)
 
     def logs(self) -> str:
         done = self.engine.run("logs", self.name)
@@ -194,3 +230,27 @@ def _space_ready(space: dict[str, Any], semantic: bool) -> bool:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
+
+
+def new_volume(engine: Engine, prefix: str) -> str:
+    """A named volume, as the README's `-v notarium-index:/data`, labelled."""
+    name = unique(prefix)
+    engine.run("volume", "create", "--label", LABEL, name)
+    return name
+
+
+def sweep(engine: Engine) -> None:
+    """Containers and volumes a killed run of these checks left behind."""
+    containers = engine.run("ps", "-a", "-q", "--filter", f"label={LABEL}").stdout.split()
+    if containers:
+        engine.run("rm", "--force", *containers, check=False)
+    volumes = engine.run("volume", "ls", "-q", "--filter", f"label={LABEL}").stdout.split()
+    if volumes:
+        engine.run("volume", "rm", "--force", *volumes, check=False)
+
+
+def chown_in_container(engine: Engine, image: str, folder: Path, owner: str) -> None:
+    """`chown -R owner folder` as root in a throwaway container: the checks
+    themselves may run as a user of the docker group, not as root."""
+    chown = ["--user", "0:0", "--entrypoint", "chown", "-v", f"{folder}:/folder"]
+    engine.run("run", "--rm", "--label", LABEL, *chown, image, "-R", owner, "/folder")
