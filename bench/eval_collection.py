@@ -50,14 +50,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.perf_lexical import code_version
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
-from notarium_search.models import FeedFilter
 from notarium_search.service import Service
 from notarium_search.settings import RankingConfig, Settings, SpaceConfig
+from notarium_search.types import FeedFilter
 
 if TYPE_CHECKING:
-    from notarium_search.embedding import Embedder
-    from notarium_search.semantic.space_channel import SemanticChannel
-    from notarium_search.space import Space
+    from notarium_search.index.space import Space
+    from notarium_search.semantic.channel import SemanticChannel
+    from notarium_search.semantic.embedding import Embedder
 
 SPACE = "eval"
 RECALL_DEPTH = 100
@@ -254,7 +254,7 @@ def _pending(channel: SemanticChannel) -> int:
 def load_embedder_from(model_dir: Path, settings: Settings) -> Embedder:
     """The real ONNX embedder, with the batch size and threads the service would use."""
     import notarium_search.semantic  # noqa: F401 - onnxruntime must be imported before usearch
-    from notarium_search.embedding import load_embedder
+    from notarium_search.semantic.embedding import load_embedder
 
     return load_embedder(
         model_dir, settings.model, bulk_threads=settings.embed_threads, batch_size=settings.embed_batch_size

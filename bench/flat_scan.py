@@ -11,7 +11,7 @@ single-query latency of both, and what each costs in memory and on disk.
 
 The exact scan reads the vectors as usearch stores them (f16, widened to f32
 and re-normalised), so recall measures the graph's approximation only, not
-f16 rounding (about 0.998 recall@10 on its own, notarium_search/vector_store.py).
+f16 rounding (about 0.998 recall@10 on its own, notarium_search/semantic/vector_store.py).
 The CLI opens a copy of the space's vector folder: opening a mismatched or
 damaged index would otherwise delete it (SemanticIndex rebuilds from notes).
 """
@@ -43,11 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from bench.eval_collection import load_embedder_from
 from bench.perf_lexical import default_eval_dir, elapsed_ms, proc_status_mb, summarize
-from notarium_search.embedding import EmbedderUnavailable
-from notarium_search.memory import MemoryTrimmer
+from notarium_search.malloc_trim import MemoryTrimmer
+from notarium_search.semantic.embedding import EmbedderUnavailable
 from notarium_search.semantic.index import SemanticIndex
+from notarium_search.semantic.vector_store import EXPANSION_SEARCH
 from notarium_search.settings import Settings
-from notarium_search.vector_store import EXPANSION_SEARCH
 
 FloatMatrix: TypeAlias = npt.NDArray[np.float32]
 KeyVector: TypeAlias = npt.NDArray[np.uint64]

@@ -51,8 +51,8 @@ from bench.eval_collection import (
 from bench.perf_lexical import code_version, default_eval_dir, dir_size, elapsed_ms, summarize
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
-from notarium_search.models import FeedFilter
 from notarium_search.settings import RankingConfig
+from notarium_search.types import FeedFilter
 
 Mode = Literal["all", "any"]
 MODES: tuple[Mode, ...] = ("all", "any")

@@ -57,9 +57,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from notarium_search.logsetup import configure_logging
-from notarium_search.models import FeedFilter
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.types import FeedFilter
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SPACE = "perf"

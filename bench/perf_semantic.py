@@ -74,19 +74,18 @@ from bench.perf_lexical import (
     server_status,
     summarize,
 )
-from notarium_search.embedding import load_embedder
-from notarium_search.fusion import rrf
-from notarium_search.graph import GRAPH_SEEDS
-from notarium_search.hybrid import merge
+from notarium_search.fusion import merge, rrf
+from notarium_search.graph.links import GRAPH_SEEDS
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
-from notarium_search.models import FeedFilter
+from notarium_search.semantic.embedding import load_embedder
 from notarium_search.service import CANDIDATES_PER_CHANNEL, PHRASE_DEPTH, Service
 from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.types import FeedFilter
 
 if TYPE_CHECKING:
-    from notarium_search.embedding import Embedder
-    from notarium_search.semantic.space_channel import SemanticChannel
+    from notarium_search.semantic.channel import SemanticChannel
+    from notarium_search.semantic.embedding import Embedder
 
 DEFAULT_MODEL_DIR = PROJECT_ROOT.parent / "shared" / "models" / "multilingual-e5-small-int8"
 PROGRESS_SECONDS = 30.0  # a progress line on stderr this often: a 10,000-note build embeds for many minutes

@@ -68,14 +68,14 @@ from bench.perf_lexical import (
     summarize,
 )
 from bench.perf_semantic import DEFAULT_MODEL_DIR, embed_all, load_average
-from notarium_search.chunking import chunk_note
-from notarium_search.embedding import Embedder
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
-from notarium_search.models import FeedFilter
-from notarium_search.parse import decode_note, parse_note
+from notarium_search.notes.parse import decode_note, parse_note
+from notarium_search.semantic.chunking import chunk_note
+from notarium_search.semantic.embedding import Embedder
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.types import FeedFilter
 
 DEFAULT_SIZES = (1_000, 10_000, 50_000)
 DEFAULT_WORK = PROJECT_ROOT / "bench" / ".work"  # ignored by git; keeps vectors between runs

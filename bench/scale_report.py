@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from notarium_search.embedding import Embedder
+from notarium_search.semantic.embedding import Embedder
 
 CEILING_BATCHES = (1, 4, 16)  # the raw model is timed at each; the best is its ceiling
 TARGET_SIZE = "50000"

@@ -112,7 +112,7 @@ def _serve(settings: Settings, _: argparse.Namespace) -> int:
 def _mcp(settings: Settings, _: argparse.Namespace) -> int:
     from notarium_search.api.server import raise_descriptor_limit
     from notarium_search.lexical.store import IndexLocked
-    from notarium_search.mcp_server import run_stdio
+    from notarium_search.mcp.server import run_stdio
 
     # stdout carries the protocol alone: logs go to stderr, which MCP clients show or keep.
     configure_logging(settings.log_level, sys.stderr)
@@ -137,11 +137,11 @@ def _mcp(settings: Settings, _: argparse.Namespace) -> int:
 def _index(settings: Settings, args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from notarium_search.index.space import Space
+    from notarium_search.index.status import rate_and_eta
     from notarium_search.lexical.store import IndexLocked
-    from notarium_search.models import IndexProgress
-    from notarium_search.scan import SpaceUnavailable
-    from notarium_search.space import Space
-    from notarium_search.space_status import rate_and_eta
+    from notarium_search.notes.scan import SpaceUnavailable
+    from notarium_search.types import IndexProgress
 
     configure_logging("warning", sys.stderr)
     log_ignored_folders(settings)
@@ -199,7 +199,7 @@ def _index_folders_writable(settings: Settings, spaces: Iterable[SpaceConfig]) -
     write them; otherwise say why in one line on stderr (who owns the folder,
     who we are, the fixes) and return False. For the commands that write
     indexes only: `search` and `status` create and write nothing."""
-    from notarium_search.index_root import IndexRootUnwritable, ensure_writable
+    from notarium_search.index.root import IndexRootUnwritable, ensure_writable
 
     try:
         ensure_writable(settings.index_dir)
@@ -237,13 +237,13 @@ def _embed(space: Any, bar: Any, settings: Settings) -> None:
 
 
 def _search(settings: Settings, args: argparse.Namespace) -> int:
-    from notarium_search.api.schemas import search_body
+    from notarium_search.bodies import search_body
     from notarium_search.errors import NotariumError
-    from notarium_search.faults import StorageFault
+    from notarium_search.index.space import NotIndexed
     from notarium_search.lexical.store import IndexUnreadable
-    from notarium_search.models import FeedFilter
     from notarium_search.service import Service
-    from notarium_search.space import NotIndexed
+    from notarium_search.storage.faults import StorageFault
+    from notarium_search.types import FeedFilter
 
     configure_logging("error", sys.stderr)
     if settings.space(args.space) is None:
@@ -322,10 +322,10 @@ def _status(settings: Settings, args: argparse.Namespace) -> int:
 def _space_status(settings: Settings, config: SpaceConfig) -> dict[str, Any]:
     """One space's row of `status`: "complete", "partial", "not indexed" or
     "folder unavailable", and in `detail` what is missing and what to run."""
-    from notarium_search.faults import StorageFault
+    from notarium_search.index.space import NotIndexed, Space
     from notarium_search.lexical.store import IndexUnreadable
-    from notarium_search.scan import SpaceUnavailable
-    from notarium_search.space import NotIndexed, Space
+    from notarium_search.notes.scan import SpaceUnavailable
+    from notarium_search.storage.faults import StorageFault
 
     row: dict[str, Any] = {"space": config.name, "path": str(config.path), "notes": 0, "skipped": 0}
     row.update(state="not indexed", last_indexed=None, files=None, to_index=None, to_delete=None, detail=None)
@@ -383,7 +383,7 @@ def _models_check(settings: Settings, args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from notarium_search.embedding import EmbedderUnavailable
+    from notarium_search.semantic.embedding import EmbedderUnavailable
     from notarium_search.service import load_configured_embedder
 
     pack = Path(args.pack) if args.pack else settings.model_dir
@@ -416,13 +416,13 @@ def _embed_test_pair(embedder: Any) -> str:
     vectors have the pack's dim, are finite and (when it normalises) unit."""
     import numpy as np
 
-    from notarium_search.embedding import EmbedderUnavailable
+    from notarium_search.semantic.embedding import EmbedderUnavailable
 
     config = embedder.config
     try:
         query = np.asarray(embedder.embed_query(CHECK_QUERY))
         passages = np.asarray(embedder.embed_passages([CHECK_PASSAGE]))
-    # onnxruntime raises private types deriving from Exception only (embedding.py).
+    # onnxruntime raises private types deriving from Exception only (semantic/embedding.py).
     except Exception as exc:  # re-raised as the pack's failure, in one line
         raise EmbedderUnavailable(f"embedding the test pair failed: {type(exc).__name__}: {exc}") from exc
     for role, vector, shape in (("query", query, (config.dim,)), ("passage", passages, (1, config.dim))):
@@ -443,7 +443,7 @@ def _embed_test_pair(embedder: Any) -> str:
 def _models_download(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from notarium_search.model_download import ModelDownloadError, download_model
+    from notarium_search.semantic.download import ModelDownloadError, download_model
 
     try:
         path = download_model(

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import structlog
 
-from notarium_search import metadata
 from notarium_search.errors import (
     ChannelUnavailable,
     IndexRepairing,
@@ -27,14 +26,18 @@ from notarium_search.errors import (
     NoteNotFound,
     UnknownSpace,
 )
-from notarium_search.faults import StorageFault, describe, is_passing
-from notarium_search.graph import GRAPH_SEEDS
-from notarium_search.hybrid import merge
+from notarium_search.fusion import merge
+from notarium_search.graph.links import GRAPH_SEEDS
+from notarium_search.index.space import Space
+from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import is_damage
 from notarium_search.logsetup import Throttle
-from notarium_search.memory import MemoryTrimmer
-from notarium_search.models import (
+from notarium_search.malloc_trim import MemoryTrimmer
+from notarium_search.notes.scan import open_note
+from notarium_search.settings import Settings, valid_space_name
+from notarium_search.storage.faults import StorageFault, describe, is_passing
+from notarium_search.types import (
     FeedFilter,
     FeedPage,
     NoteDetail,
@@ -45,13 +48,10 @@ from notarium_search.models import (
     SearchResponse,
     SpaceStatus,
 )
-from notarium_search.scan import open_note
-from notarium_search.settings import Settings, valid_space_name
-from notarium_search.space import Space
 
 if TYPE_CHECKING:
-    from notarium_search.embedding import Embedder
-    from notarium_search.semantic.channel import Echo
+    from notarium_search.semantic.embedding import Embedder
+    from notarium_search.types import Echo
 
 MAX_LIMIT = 100
 # Notes each channel contributes when several are fused: a note ranked 40th by
@@ -59,7 +59,7 @@ MAX_LIMIT = 100
 # needs each channel's spread of scores (docs/ranking.md: 100 beat 50 on both
 # collections, +0.001 to +0.003 nDCG@10).
 CANDIDATES_PER_CHANNEL = 100
-# Lexical hits checked for the whole query phrase (phrase.py); a note holding
+# Lexical hits checked for the whole query phrase (lexical/phrase.py); a note holding
 # the phrase ranks high lexically anyway (ranking.phrase_boost).
 PHRASE_DEPTH = 20
 QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
@@ -336,7 +336,7 @@ class Service:
 
 
 def load_configured_embedder(settings: Settings) -> Embedder:
-    from notarium_search.embedding import EmbedderUnavailable, load_embedder
+    from notarium_search.semantic.embedding import EmbedderUnavailable, load_embedder
 
     if settings.model_dir is None:
         raise EmbedderUnavailable(

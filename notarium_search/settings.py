@@ -26,7 +26,7 @@ SPACE_NAME_PATTERN = "[a-z0-9][a-z0-9_-]*"
 SPACE_NAME_RE = re.compile(rf"{SPACE_NAME_PATTERN}\Z")
 LANGUAGES = ("fr", "en")
 OVERSIZE_POLICIES = ("truncate", "skip")
-CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (chunking.py)
+CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (semantic/chunking.py)
 
 # Folders that are tool state, not notes: Obsidian settings, VCS, trash.
 DEFAULT_EXCLUDE = (".obsidian/**", ".git/**", ".trash/**", "node_modules/**")

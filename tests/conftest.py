@@ -145,7 +145,7 @@ class HashEmbedder:
     a bag of hashed words, so texts sharing words are close. Counts its work."""
 
     def __init__(self, dim: int = 64, salt: str = "", delay: float = 0.0) -> None:
-        from notarium_search.embedding import ModelConfig
+        from notarium_search.semantic.embedding import ModelConfig
 
         self._config = ModelConfig("hash", dim, 512, "mean", True, "", "")
         self._salt = salt

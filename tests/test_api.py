@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.models import IndexProgress
+from notarium_search.index.status import BUILDING_MESSAGE
 from notarium_search.service import Service
-from notarium_search.space_status import BUILDING_MESSAGE
+from notarium_search.types import IndexProgress
 from tests.conftest import Vault
 
 ERROR_KEYS = {"error", "detail", "status"}

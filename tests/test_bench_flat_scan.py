@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bench.flat_scan import FlatScanError, compare, exact_matrix, exact_top_k, main
-from notarium_search.parse import parse_note
+from notarium_search.notes.parse import parse_note
 from notarium_search.semantic.index import SemanticIndex
 from tests.conftest import HashEmbedder
 

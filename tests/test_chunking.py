@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from notarium_search.chunking import (
+from notarium_search.notes.parse import parse_note
+from notarium_search.semantic.chunking import (
     MIN_FRAGMENT_CHARS,
     OVERLAP_CHARS,
     TARGET_CHARS,
     chunk_note,
 )
-from notarium_search.parse import parse_note
 
 MTIME = datetime(2024, 1, 1, tzinfo=UTC)
 

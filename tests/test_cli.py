@@ -365,7 +365,7 @@ class OddEmbedder:
     warm-up (no real pack produces them): NaN, not unit length, the wrong shape."""
 
     def __init__(self, vector: list[float], dim: int = 2) -> None:
-        from notarium_search.embedding import ModelConfig
+        from notarium_search.semantic.embedding import ModelConfig
 
         self.config = ModelConfig("odd", dim, 16, "mean", True, "", "")
         self.vector = vector
@@ -392,7 +392,7 @@ class OddEmbedder:
 )
 def test_models_check_refuses_vectors_the_service_could_not_use(vector: list[float], reason: str):
     from notarium_search import cli
-    from notarium_search.embedding import EmbedderUnavailable
+    from notarium_search.semantic.embedding import EmbedderUnavailable
 
     with pytest.raises(EmbedderUnavailable) as refused:
         cli._embed_test_pair(OddEmbedder(vector))

@@ -12,8 +12,8 @@ from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
 from notarium_search.lexical import search as lexical
-from notarium_search.models import FeedFilter
 from notarium_search.service import Service
+from notarium_search.types import FeedFilter
 from tests.conftest import Vault, eventually
 
 NOTES = 60

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from bench.perf_lexical import free_port, server_env
+from notarium_search.index.folder import LOCK_FILE
 from notarium_search.lexical import search as lexical
-from notarium_search.models import FeedFilter
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
-from notarium_search.space_folder import LOCK_FILE
+from notarium_search.types import FeedFilter
 from tests.conftest import eventually
 
 NOTES = 2000
@@ -260,8 +260,8 @@ def test_kill_9_during_a_vector_build_ends_with_the_clean_fragment_set(tmp_path:
     """The semantic tier: a real server with the MiniLM pack embeds a space
     and is killed at random moments of the build and of an edit burst; after
     the last restart, the stored fragments are exactly a clean build's."""
-    from notarium_search.chunking import chunk_note
-    from notarium_search.embedding import load_embedder
+    from notarium_search.semantic.chunking import chunk_note
+    from notarium_search.semantic.embedding import load_embedder
     from tests.conftest import build_semantic, models_dir
 
     model = models_dir() / "all-minilm-l6-v2-int8"

@@ -22,12 +22,12 @@ SCRIPT = textwrap.dedent(
     """
     import json, resource, signal, sys, time
     from pathlib import Path
-    from notarium_search.models import FeedFilter
+    from notarium_search.types import FeedFilter
     from notarium_search.service import Service
     from notarium_search.settings import Settings, SpaceConfig
-    import notarium_search.space as space_module
+    import notarium_search.index.space as space_module
 
-    import notarium_search.indexer as indexer
+    import notarium_search.index.indexer as indexer
 
     space_module.RETRY_FIRST_SECONDS = 0.5  # the test's patience, not the service's
     indexer.FIRST_COMMIT_SECONDS = 3600.0  # one commit, at the end of the pass, however slow the machine
@@ -92,7 +92,7 @@ WRITER_DEATH = textwrap.dedent(
     import io, json, resource, signal, sys
     from collections import Counter
     from pathlib import Path
-    import notarium_search.indexer as indexer
+    import notarium_search.index.indexer as indexer
     import notarium_search.lexical.store as store
     from notarium_search.logsetup import configure_logging
     from notarium_search.service import Service

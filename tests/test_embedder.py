@@ -26,18 +26,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from notarium_search.embedding import (
+from notarium_search.semantic.download import (
+    ModelDownloadError,
+    _external_data_names,
+    _hub_model_json,
+    download_model,
+)
+from notarium_search.semantic.embedding import (
     EmbedderUnavailable,
     ModelConfig,
     OnnxEmbedder,
     load_embedder,
     read_model_config,
-)
-from notarium_search.model_download import (
-    ModelDownloadError,
-    _external_data_names,
-    _hub_model_json,
-    download_model,
 )
 from tests.conftest import models_dir
 
@@ -314,7 +314,7 @@ def test_missing_onnxruntime_is_a_clear_unavailable(monkeypatch: pytest.MonkeyPa
 def test_module_imports_without_the_optional_packages() -> None:
     code = (
         "import sys; sys.modules['onnxruntime'] = None; sys.modules['tokenizers'] = None\n"
-        "import notarium_search.embedding as e; print(e.EmbedderUnavailable.__name__)"
+        "import notarium_search.semantic.embedding as e; print(e.EmbedderUnavailable.__name__)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from notarium_search.graph import (
+from notarium_search.graph.links import (
     GRAPH_K,
     GRAPH_SEEDS,
     GraphHit,
@@ -24,7 +24,7 @@ from notarium_search.graph import (
     rank_neighbours,
 )
 from notarium_search.lexical.schema import Payload
-from notarium_search.models import ParsedNote, WikiLink
+from notarium_search.types import ParsedNote, WikiLink
 
 
 def note(note_id: str, path: str, title: str = "", aliases: tuple[str, ...] = (), links: tuple[str, ...] = ()):

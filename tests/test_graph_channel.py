@@ -8,9 +8,9 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.models import FeedFilter
+from notarium_search.index.status import BUILDING_MESSAGE
 from notarium_search.service import Service
-from notarium_search.space_status import BUILDING_MESSAGE
+from notarium_search.types import FeedFilter
 from tests.conftest import Vault, ids
 
 NO_FILTER = FeedFilter()

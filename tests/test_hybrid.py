@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from notarium_search.hybrid import PHRASE, merge
-from notarium_search.models import ChannelHit, ChannelResult, NoteSummary, Snippet
-from notarium_search.phrase import MAX_PHRASE_WORDS, phrase_test
+from notarium_search.fusion import PHRASE, merge
+from notarium_search.lexical.phrase import MAX_PHRASE_WORDS, phrase_test
 from notarium_search.settings import FusionConfig
+from notarium_search.types import ChannelHit, ChannelResult, NoteSummary, Snippet
 
 WHEN = datetime(2024, 1, 1, tzinfo=UTC)
 DEFAULT = FusionConfig()

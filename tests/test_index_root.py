@@ -1,4 +1,4 @@
-"""The index folder's pre-flight check (index_root.py), through the real
+"""The index folder's pre-flight check (index/root.py), through the real
 command line: the commands that write indexes stop with one line when the
 folder cannot be written, and the read-only ones never make it.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from notarium_search import cli
-from notarium_search.index_root import PROBE_PREFIX, ensure_writable
+from notarium_search.index.root import PROBE_PREFIX, ensure_writable
 from notarium_search.settings import load_settings
 from tests.conftest import PROJECT_ROOT
 
@@ -35,9 +35,10 @@ ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another us
 
 DROP_AND_RUN = """
 import os, sys
-from notarium_search import cli, index_root
-import notarium_search.api.server, notarium_search.mcp_server
-import notarium_search.space, notarium_search.space_status, rich.progress
+from notarium_search import cli
+from notarium_search.index import root as index_root
+import notarium_search.api.server, notarium_search.mcp.server
+import notarium_search.index.space, notarium_search.index.status, rich.progress
 uid, container = int(sys.argv[1]), sys.argv[2] == "container"
 index_root.CONTAINER_MARKERS = (index_root.Path(os.devnull),) if container else ()
 os.setgroups([])

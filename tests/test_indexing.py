@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from notarium_search.index.space import Space
+from notarium_search.index.status import BUILDING_MESSAGE
 from notarium_search.lexical import search as lexical
-from notarium_search.models import FeedFilter, IndexState
-from notarium_search.scan import SpaceUnavailable, scan_space
+from notarium_search.notes.scan import SpaceUnavailable, scan_space
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
-from notarium_search.space import Space
-from notarium_search.space_status import BUILDING_MESSAGE
+from notarium_search.types import FeedFilter, IndexState
 from tests.conftest import Vault, eventually, ids
 
 NO_FILTER = FeedFilter()
@@ -376,8 +376,8 @@ def test_interrupted_build_resumes(vault: Vault):
 
 
 def test_unexpected_error_on_one_file_does_not_stop_the_scan(vault: Vault, monkeypatch: pytest.MonkeyPatch):
-    import notarium_search.indexer as indexer
-    from notarium_search.parse import parse_note as real_parse
+    import notarium_search.index.indexer as indexer
+    from notarium_search.notes.parse import parse_note as real_parse
 
     def flaky_parse(text, rel_path, mtime):
         if rel_path == "bad.md":
@@ -427,7 +427,7 @@ def test_crash_between_the_index_commit_and_the_manifest_leaves_no_ghost(
     """The lexical commit and the manifest are two files: a crash between
     them must not leave a note in the index that no manifest entry names
     (deleted while the service was down, it would rank forever)."""
-    import notarium_search.manifest as manifest_module
+    import notarium_search.index.manifest as manifest_module
 
     vault.write("a.md", note("a", "ancien"))
     service = vault.service()
@@ -577,7 +577,7 @@ def test_an_empty_mount_point_keeps_the_index_until_a_full_reindex(vault: Vault)
 
 
 def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, monkeypatch: pytest.MonkeyPatch):
-    import notarium_search.space as space_module
+    import notarium_search.index.space as space_module
 
     monkeypatch.setattr(space_module, "RETRY_FIRST_SECONDS", 0.2)  # the retry delay, not the behaviour
     for name in ("a", "b", "c"):

@@ -23,7 +23,7 @@ def test_a_flood_is_logged_once_a_window_with_what_was_dropped():
     for _ in range(1000):  # the same second, and the rest of the minute
         now[0] += 0.05
         assert not flood.filter(record("_granian.workers", accept))
-    assert flood.filter(record("notarium_search.space", "space_index_failed"))  # other records pass
+    assert flood.filter(record("notarium_search.index.space", "space_index_failed"))  # other records pass
     now[0] = 60.0
     kept = record("_granian.workers", accept)
     assert flood.filter(kept)

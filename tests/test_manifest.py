@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from notarium_search.faults import StorageFault
-from notarium_search.manifest import Entry, Manifest
+from notarium_search.index.manifest import Entry, Manifest
+from notarium_search.storage.faults import StorageFault
 from tests.conftest import run_child
 
 # Fills the process's descriptor table (real EMFILE, no patching) and runs a

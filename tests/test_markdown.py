@@ -1,4 +1,4 @@
-"""Tests for `notarium_search.markdown`: wiki-links, headings, inline tags, plain text.
+"""Tests for `notarium_search.notes.markdown`: wiki-links, headings, inline tags, plain text.
 
 Pure functions over strings.
 """
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from notarium_search import markdown as md
-from notarium_search.models import WikiLink
+from notarium_search.notes import markdown as md
+from notarium_search.types import WikiLink
 
 # --------------------------------------------------------------------------- wiki-links
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from notarium_search.memory import MemoryTrimmer
+from notarium_search.malloc_trim import MemoryTrimmer
 from tests.conftest import eventually
 
 

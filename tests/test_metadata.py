@@ -9,12 +9,12 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.chunking import chunk_note
 from notarium_search.lexical import search as lexical
-from notarium_search.models import FeedFilter
-from notarium_search.parse import MAX_META_ITEMS, clean_frontmatter, flatten_meta
+from notarium_search.notes.parse import MAX_META_ITEMS, clean_frontmatter, flatten_meta
+from notarium_search.semantic.chunking import chunk_note
 from notarium_search.service import Service
 from notarium_search.settings import CollectionConfig
+from notarium_search.types import FeedFilter
 from tests.conftest import HashEmbedder, Vault, build_semantic, ids
 
 NOTES = {

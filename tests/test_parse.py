@@ -1,4 +1,4 @@
-"""Tests for `notarium_search.parse`: bytes → text → `ParsedNote`.
+"""Tests for `notarium_search.notes.parse`: bytes → text → `ParsedNote`.
 
 Pure functions only: no files, no mocks.
 """
@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from notarium_search.errors import InvalidParameter
-from notarium_search.models import ParsedNote, WikiLink
-from notarium_search.parse import (
+from notarium_search.notes.parse import (
     BINARY_SNIFF_BYTES,
     MAX_ID_LENGTH,
     NotANote,
@@ -25,6 +24,7 @@ from notarium_search.parse import (
     parse_note,
     to_datetime,
 )
+from notarium_search.types import ParsedNote, WikiLink
 
 MTIME = datetime(2020, 6, 15, 12, 0, tzinfo=UTC)
 BOM = b"\xef\xbb\xbf"
@@ -892,7 +892,7 @@ def test_property_any_datetime_converts_to_utc(value, separator):
 
 @pytest.mark.parametrize("value", ["¹", "²⁰²⁴", "٢٠٢٤٠١٠٥", "１２３４５６７８９"])
 def test_unicode_digits_are_not_dates_and_never_raise(value):
-    from notarium_search.parse import to_datetime
+    from notarium_search.notes.parse import to_datetime
 
     assert to_datetime(value) is None
     note = parse(fm(created=f'"{value}"'))
@@ -901,7 +901,7 @@ def test_unicode_digits_are_not_dates_and_never_raise(value):
 
 def test_notes_doc_names_every_date_field_and_default_exclusion():
     """docs/notes.md says where each date comes from and what is never read: kept in step."""
-    from notarium_search import parse
+    from notarium_search.notes import parse
     from notarium_search.settings import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 
     doc = (Path(__file__).parent.parent / "docs" / "notes.md").read_text()

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from notarium_search.lexical import search as lexical
-from notarium_search.models import FeedFilter, IndexProgress
-from notarium_search.scan import MAX_FOLDER_DEPTH, OutsideSpace, open_note, scan_space
+from notarium_search.notes.scan import MAX_FOLDER_DEPTH, OutsideSpace, open_note, scan_space
 from notarium_search.settings import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+from notarium_search.types import FeedFilter, IndexProgress
 from tests.conftest import Vault, ids
 
 
@@ -156,7 +156,7 @@ def test_too_many_open_files_stops_the_scan_instead_of_skipping(tmp_path: Path, 
     """EMFILE while listing a folder is the machine, not the folder: the scan
     raises StorageFault (the pass is retried) rather than reporting the folder
     unreadable or its notes gone."""
-    from notarium_search.faults import StorageFault
+    from notarium_search.storage.faults import StorageFault
 
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "n.md").write_text("x")

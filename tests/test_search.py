@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from notarium_search.models import FeedFilter, Snippet
+from notarium_search.types import FeedFilter, Snippet
 from tests.conftest import Vault, ids
 
 NO_FILTER = FeedFilter()

@@ -15,11 +15,11 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.chunking import chunk_note
-from notarium_search.embedding import load_embedder
 from notarium_search.lexical import search as lexical
-from notarium_search.models import ChannelState, FeedFilter
+from notarium_search.semantic.chunking import chunk_note
+from notarium_search.semantic.embedding import load_embedder
 from notarium_search.service import Service
+from notarium_search.types import ChannelState, FeedFilter
 from tests.conftest import WAIT_SECONDS, HashEmbedder, Vault, build_semantic, ids, models_dir
 
 NO_FILTER = FeedFilter()
@@ -268,7 +268,7 @@ def test_sigkill_during_build_resumes_to_the_exact_fragment_set(vault: Vault, tm
         from pathlib import Path
         import notarium_search.semantic.index as vector_index
         vector_index.CHECKPOINT_FRAGMENTS = 16  # checkpoint often, to be killed between two
-        from notarium_search.embedding import load_embedder
+        from notarium_search.semantic.embedding import load_embedder
         from notarium_search.service import Service
         from notarium_search.settings import Settings, SpaceConfig
         settings = Settings(spaces=(SpaceConfig("notes", Path({str(vault.root / "notes")!r})),),
@@ -347,7 +347,7 @@ def test_the_plan_at_start_runs_in_slices_and_yields_to_edits(vault: Vault, monk
     """When the model arrives, every note is planned a slice at a time, so an
     edit waits for one slice, not for the whole plan (2.8-3.4 s at 50,000
     notes); what the edits did meanwhile is never undone by the older snapshot."""
-    from notarium_search.semantic import space_channel
+    from notarium_search.semantic import channel as space_channel
 
     monkeypatch.setattr(space_channel, "PLAN_SLICE_NOTES", 4)
     for i in range(12):
@@ -386,7 +386,7 @@ def test_the_plan_at_start_runs_in_slices_and_yields_to_edits(vault: Vault, monk
 
 
 def test_an_edit_is_embedded_before_a_builds_backlog(vault: Vault, monkeypatch: pytest.MonkeyPatch):
-    from notarium_search.semantic import space_channel
+    from notarium_search.semantic import channel as space_channel
 
     monkeypatch.setattr(space_channel, "SLICE_FRAGMENTS", 2)
     for i in range(10):

@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from notarium_search.index.space import Space
 from notarium_search.settings import Settings, SpaceConfig
-from notarium_search.space import Space
 from tests.conftest import Vault, eventually
 
 # Bounds on waiting, for a shared 2-core machine at a tenth of its speed.

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from notarium_search import analysis
+from notarium_search.lexical import analysis
 from notarium_search.lexical.query import plan_query
-from notarium_search.models import FeedFilter, Snippet
-from notarium_search.snippets import (
+from notarium_search.lexical.snippets import (
     MAX_CANDIDATES,
     SCAN_CHUNK_CHARS,
     HighlightTerms,
@@ -15,6 +14,7 @@ from notarium_search.snippets import (
     fold,
     make_snippets,
 )
+from notarium_search.types import FeedFilter, Snippet
 from tests.conftest import Vault
 
 FR = analysis.analyzers("fr")

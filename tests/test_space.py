@@ -12,11 +12,11 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
+from notarium_search.index.space import Space
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import IndexLocked
-from notarium_search.models import FeedFilter, IndexState
 from notarium_search.service import Service
-from notarium_search.space import Space
+from notarium_search.types import FeedFilter, IndexState
 from tests.conftest import WAIT_SECONDS, Vault, eventually, ids
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from notarium_search import vector_store
-from notarium_search.vector_store import EXACT_SEARCH_MAX, VectorStore, VectorStoreCorrupt
+from notarium_search.semantic import vector_store
+from notarium_search.semantic.vector_store import EXACT_SEARCH_MAX, VectorStore, VectorStoreCorrupt
 from tests.conftest import WAIT_SECONDS
 
 DIM = 32
@@ -227,7 +227,7 @@ _SAVE_OVER_LOADED = """
 import sys
 from pathlib import Path
 import numpy as np
-from notarium_search.vector_store import VectorStore
+from notarium_search.semantic.vector_store import VectorStore
 
 path = Path(sys.argv[1])
 rng = np.random.default_rng(7)

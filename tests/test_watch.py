@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from notarium_search.lexical import search as lexical
-from notarium_search.models import FeedFilter
 from notarium_search.service import Service
+from notarium_search.types import FeedFilter
 from tests.conftest import WAIT_SECONDS, Vault, eventually, ids
 
 NO_FILTER = FeedFilter()

@@ -29,9 +29,9 @@ from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
 from notarium_search.api.web import ASSETS
-from notarium_search.models import ChannelState, IndexProgress, IndexState
 from notarium_search.service import Service
 from notarium_search.settings import Settings
+from notarium_search.types import ChannelState, IndexProgress, IndexState
 from tests.conftest import Vault, models_dir
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from notarium_search.api import errors
 from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
 from notarium_search.api.errors import UniformErrors
 from notarium_search.api.exposure import Exposure
-from notarium_search.api.mcp_route import McpRoute
-from notarium_search.api.schemas import (
+from notarium_search.api.web import WEB_HANDLERS
+from notarium_search.bodies import (
     ActivationsBody,
     FeedBody,
     Health,
@@ -40,13 +40,13 @@ from notarium_search.api.schemas import (
     related_note,
     search_body,
 )
-from notarium_search.api.web import WEB_HANDLERS
 from notarium_search.errors import InvalidParameter, NotariumError
-from notarium_search.models import FeedFilter, SpaceStatus
-from notarium_search.parse import date_parameter
+from notarium_search.index.status import BUILDING_MESSAGE
+from notarium_search.mcp.route import McpRoute
+from notarium_search.notes.parse import date_parameter
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
-from notarium_search.space_status import BUILDING_MESSAGE
+from notarium_search.types import FeedFilter, SpaceStatus
 
 log = structlog.get_logger(__name__)
 

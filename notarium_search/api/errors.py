@@ -15,7 +15,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import ResponseSpec
 
 from notarium_search.api.asgi import App, Message, Receive, Scope, Send
-from notarium_search.api.schemas import ErrorBody
+from notarium_search.bodies import ErrorBody
 from notarium_search.errors import NotariumError
 
 log = structlog.get_logger(__name__)

@@ -5,7 +5,7 @@ A cursor is (version, feed key, note id) and an HMAC of them under the
 space's cursor key. Unsigned, a well-formed cursor that was never issued
 (any key, any id) was answered 200 with an empty or arbitrary page instead of
 400; the range check of the key stays, for the day a key leaks. The key is
-kept in the space's index folder (space_folder.py), so cursors outlive a
+kept in the space's index folder (index/folder.py), so cursors outlive a
 restart; a folder made anew makes a new key (old cursors: 400, start again).
 Pure: no I/O.
 """

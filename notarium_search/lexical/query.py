@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import tantivy
 from tantivy import Occur, Query
 
-from notarium_search.analysis import Analyzers
+from notarium_search.lexical.analysis import Analyzers
 from notarium_search.settings import RankingConfig
 
 MAX_QUERY_UNITS = 32  # more words than this is a pasted paragraph: keep the first ones

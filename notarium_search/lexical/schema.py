@@ -14,9 +14,9 @@ from typing import Any
 import msgspec
 import tantivy
 
-from notarium_search.analysis import MAX_TOKEN_CHARS, Analyzers
-from notarium_search.models import NoteSummary, ParsedNote, WikiLink
-from notarium_search.parse import flatten_meta
+from notarium_search.lexical.analysis import MAX_TOKEN_CHARS, Analyzers
+from notarium_search.notes.parse import flatten_meta
+from notarium_search.types import NoteSummary, ParsedNote, WikiLink
 
 SCHEMA_VERSION = 6
 

@@ -9,8 +9,9 @@ from functools import partial
 import tantivy
 from tantivy import FieldType, Occur, Order, Query
 
-from notarium_search.analysis import Analyzers
+from notarium_search.lexical.analysis import Analyzers
 from notarium_search.lexical.cursor import CursorCodec, InvalidCursor
+from notarium_search.lexical.phrase import phrase_test
 from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, plan_query
 from notarium_search.lexical.schema import (
     Payload,
@@ -19,11 +20,10 @@ from notarium_search.lexical.schema import (
     index_date,
     meta_term,
 )
+from notarium_search.lexical.snippets import HighlightTerms, make_snippets
 from notarium_search.lexical.store import LexicalIndex
-from notarium_search.models import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary, Snippet
-from notarium_search.phrase import phrase_test
 from notarium_search.settings import RankingConfig
-from notarium_search.snippets import HighlightTerms, make_snippets
+from notarium_search.types import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary, Snippet
 
 CHANNEL = "lexical"
 FEED_TIE_SLACK = 32  # extra rows fetched so a page boundary rarely splits equal keys

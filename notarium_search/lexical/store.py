@@ -15,10 +15,10 @@ import msgspec
 import structlog
 import tantivy
 
-from notarium_search.analysis import Analyzers, analyzers, register_analyzers
-from notarium_search.faults import IndexFolderMissing, StorageFault, describe, is_lock_busy, is_passing
+from notarium_search.lexical.analysis import Analyzers, analyzers, register_analyzers
 from notarium_search.lexical.schema import build_schema, to_document
-from notarium_search.models import ParsedNote
+from notarium_search.storage.faults import IndexFolderMissing, StorageFault, describe, is_lock_busy, is_passing
+from notarium_search.types import ParsedNote
 
 WRITER_HEAP_BYTES = 64_000_000  # Tantivy's per-writer buffer; 1 thread keeps RSS low
 WRITER_THREADS = 1

@@ -1,127 +1,168 @@
-"""Semantic channel queries: nearest fragments → notes, and related notes."""
+"""The semantic channel of one space: its state, its share of the writer
+thread's work, and its queries.
+
+State machine (reported by `/status`): `building` (model loading, then
+fragments being embedded) → `ready`; `unavailable` with the reason when the
+model cannot be had. Writes happen only on the space's writer thread, in
+slices, so that lexical updates never wait for a long embedding build.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
-from functools import partial
+import itertools
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+import structlog
 
 from notarium_search.lexical import search as lexical
-from notarium_search.lexical.query import plan_query
+from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
-from notarium_search.models import ChannelHit, ChannelResult, FeedFilter, NoteSummary, Snippet
-from notarium_search.semantic.index import Record, SemanticIndex, text_digest
-from notarium_search.snippets import HighlightTerms, make_snippets
+from notarium_search.semantic import search as semantic_search
+from notarium_search.semantic.embedding import Embedder
+from notarium_search.semantic.index import SemanticIndex
+from notarium_search.types import ChannelResult, ChannelState, ChannelStatus, Echo, FeedFilter
 
-CHANNEL = "semantic"
-FRAGMENTS_PER_RESULT = 4  # nearest fragments fetched per wanted note: several fragments often share a note
-MIN_FRAGMENTS = 64
-SNIPPETS_PER_NOTE = 3
-RELATED_NEIGHBOURS = 20  # nearest fragments looked at for each fragment of the note
+SLICE_FRAGMENTS = 64  # embedded between two looks at the writer's queue (~2 s on 2 cores)
+# Notes read, chunked and planned between two looks at the writer's queue when
+# the model arrives (~60 µs a note: a 50,000-note plan took 2.8-3.4 s in one
+# piece, and the first edit after a start waited behind it).
+PLAN_SLICE_NOTES = 1_000
 
-
-@dataclass(frozen=True, slots=True)
-class Echo:
-    """A note related to another, with the pair of fragments that resonated."""
-
-    note: NoteSummary
-    similarity: float
-    fragment: Snippet  # of the related note
-    source: Snippet  # of the note asked about
+log = structlog.get_logger(__name__)
 
 
-def search(
-    index: SemanticIndex,
-    lexical_index: LexicalIndex,
-    query: np.ndarray,
-    text: str,
-    filters: FeedFilter,
-    limit: int,
-    snippet_depth: int | None = None,
-) -> ChannelResult:
-    """The `limit` notes with the nearest fragments. The first `snippet_depth`
-    (all when None) come with their summary and snippets; the others by id,
-    with snippets cut on demand (fusion keeps few of them)."""
-    allowed = lexical.note_ids_matching(lexical_index, filters)
-    hits = index.search(query, max(limit * FRAGMENTS_PER_RESULT, MIN_FRAGMENTS), allowed)
-    by_note: dict[str, list[tuple[Record, float]]] = defaultdict(list)
-    for note_id, record, score in hits:
-        by_note[note_id].append((record, score))
-    ranked = sorted(by_note.items(), key=lambda item: -item[1][0][1])[:limit]
-    depth = len(ranked) if snippet_depth is None else snippet_depth
-    payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
-    terms = HighlightTerms.from_plan(plan_query(text, lexical_index.analyzers), frozenset())
-    results = []
-    for rank, (note_id, fragments) in enumerate(ranked):
-        if rank >= depth:
-            later = partial(_fetched_snippets, lexical_index, note_id, fragments, terms)
-            results.append(ChannelHit(None, fragments[0][1], (), more_snippets=later, note_id=note_id))
-            continue
-        payload = payloads.get(note_id)
-        if payload is None:  # deleted since: the vectors lag the lexical index
-            continue
-        snippets = _snippets(payload.text, fragments, terms, lexical_index)
-        results.append(ChannelHit(payload.summary(), fragments[0][1], snippets))
-    return ChannelResult(CHANNEL, tuple(results))
+@dataclass(slots=True)
+class _Replan:
+    """A plan of every note, read from one searcher (a snapshot of the index
+    when it began) a slice at a time, between the writer's other jobs."""
+
+    payloads: Iterator[Payload]
+    seen: set[str] = field(default_factory=set)
+    fresher: set[str] = field(default_factory=set)
+    """Notes planned or dropped by a pass since the snapshot: its versions are older."""
 
 
-def _fetched_snippets(
-    lexical_index: LexicalIndex, note_id: str, fragments: list[tuple[Record, float]], terms: HighlightTerms
-) -> tuple[Snippet, ...]:
-    payload = lexical.payloads_by_id(lexical_index, [note_id]).get(note_id)
-    return _snippets(payload.text, fragments, terms, lexical_index) if payload is not None else ()
+class SemanticChannel:
+    def __init__(self, space: str, directory: Path, lexical_index: LexicalIndex) -> None:
+        self.space = space
+        self.directory = directory
+        self.lexical = lexical_index
+        self.index: SemanticIndex | None = None
+        self.unavailable: str | None = None
+        self._build_started = time.monotonic()
+        self._replan: _Replan | None = None
 
+    # -- writer thread -----------------------------------------------------
 
-def _snippets(
-    text: str, fragments: list[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
-) -> tuple[Snippet, ...]:
-    found = (_snippet(text, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
-    return tuple(s for s in found if s is not None)
+    def attach(self, embedder: Embedder, in_slices: bool = False) -> None:
+        """Open (or rebuild) the vector index, then plan every note's fragments:
+        now, or (`in_slices`, the service) in `work_slice` calls."""
+        self.index = SemanticIndex(self.directory, embedder)
+        self.replan(in_slices)
 
+    def replan(self, in_slices: bool = False) -> None:
+        """Plan every note's fragments again, forgetting notes that are gone."""
+        assert self.index is not None
+        self._replan = _Replan(lexical.all_payloads(self.lexical))
+        self._build_started = time.monotonic()
+        self.index.progress.embedded = 0
+        while not in_slices and self._replan is not None:
+            self._plan_slice()
 
-def _snippet(text: str, record: Record, terms: HighlightTerms, lexical_index: LexicalIndex) -> Snippet | None:
-    fragment = text[record.start : record.end].strip()
-    if text_digest(fragment) != record.digest:
-        return None  # the note changed since this fragment was embedded
-    found = make_snippets(fragment, terms, lexical_index.analyzers, limit=1)
-    return found[0] if found else None
+    def _plan_slice(self) -> None:
+        assert self.index is not None
+        assert self._replan is not None
+        replan = self._replan
+        notes, taken = [], 0
+        for payload in itertools.islice(replan.payloads, PLAN_SLICE_NOTES):
+            taken += 1
+            replan.seen.add(payload.id)
+            if payload.id not in replan.fresher:
+                notes.append(payload.to_note())
+        self.index.plan(notes)
+        if taken == PLAN_SLICE_NOTES:
+            return
+        self._replan = None
+        # Vectors of notes neither in the snapshot nor seen by a pass since
+        # belong to notes deleted before it (while the service was down).
+        self.index.forget_missing(replan.seen | replan.fresher)
+        if not self.index.has_pending:
+            self.index.checkpoint()
+        log.info("semantic_planned", space=self.space, pending=self.index.progress.pending, vectors=self.index.size())
 
+    def after_lexical(self, changed: set[str], deleted: set[str]) -> None:
+        if self.index is None or not (changed or deleted):
+            return
+        if self._replan is not None:
+            self._replan.fresher |= changed | deleted
+        payloads = lexical.payloads_by_id(self.lexical, changed)
+        self.index.plan([p.to_note() for p in payloads.values()], deleted | (changed - set(payloads)), first=True)
+        if not self.index.has_pending:
+            self.index.checkpoint()
 
-def related(
-    index: SemanticIndex,
-    lexical_index: LexicalIndex,
-    note_id: str,
-    limit: int,
-    min_seconds_apart: float = 0.0,
-    allowed: set[str] | None = None,
-) -> list[Echo]:
-    """Notes whose best fragment pair with this note is the most similar
-    (among `allowed` notes when given: a filter such as a collection)."""
-    own = index.fragments_of(note_id)
-    if not own:
-        return []
-    best: dict[str, tuple[float, Record, Record]] = {}
-    for record, vector in zip(own, index.vectors(own), strict=True):
-        for other_id, other, score in index.search(vector, RELATED_NEIGHBOURS, allowed):
-            if other_id != note_id and score > best.get(other_id, (-2.0,))[0]:
-                best[other_id] = (score, other, record)
-    payloads = lexical.payloads_by_id(lexical_index, [note_id, *best])
-    source = payloads.get(note_id)
-    if source is None:
-        return []
-    source_time = source.updated
-    echoes = []
-    terms = HighlightTerms.from_plan(plan_query("", lexical_index.analyzers), frozenset())
-    for other_id, (score, other, mine) in sorted(best.items(), key=lambda item: -item[1][0]):
-        payload = payloads.get(other_id)
-        if payload is None or abs(payload.updated - source_time) < min_seconds_apart:
-            continue
-        theirs = _snippet(payload.text, other, terms, lexical_index)
-        ours = _snippet(source.text, mine, terms, lexical_index)
-        if theirs is not None and ours is not None:
-            echoes.append(Echo(payload.summary(), score, theirs, ours))
-        if len(echoes) >= limit:
-            break
-    return echoes
+    @property
+    def has_work(self) -> bool:
+        return self.index is not None and (self._replan is not None or self.index.has_pending)
+
+    def work_slice(self) -> None:
+        """Edits' fragments first, then a slice of the plan while there is one
+        (it sets what to embed), then the other fragments."""
+        assert self.index is not None
+        if self._replan is not None and not self.index.has_first_pending:
+            self._plan_slice()
+            return
+        if self.index.embed_pending(SLICE_FRAGMENTS) and not self.index.has_pending:
+            log.info("semantic_ready", space=self.space, vectors=self.index.size())
+
+    # -- readers -----------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.index is not None and not self.index.has_pending
+
+    def why_not_ready(self) -> str:
+        if self.unavailable:
+            return self.unavailable
+        if self.index is None:
+            return "model loading"
+        progress = self.index.progress
+        done = progress.embedded
+        return f"index building: {done}/{done + progress.pending} fragments embedded"
+
+    def status(self) -> ChannelStatus:
+        if self.unavailable:
+            return ChannelStatus(ChannelState.UNAVAILABLE, self.unavailable)
+        if self.index is None:
+            return ChannelStatus(ChannelState.BUILDING, "model loading")
+        progress = self.index.progress
+        total = progress.embedded + progress.pending
+        if not progress.pending:
+            size = self.index.size()  # every fragment of the space has its vector
+            return ChannelStatus(ChannelState.READY, self.index.repaired, embedded=size, total=size)
+        elapsed = max(time.monotonic() - self._build_started, 1e-6)
+        rate = progress.embedded / elapsed
+        eta = progress.pending / rate if rate > 0 else None
+        return ChannelStatus(
+            ChannelState.BUILDING,
+            self.index.repaired,
+            embedded=progress.embedded,
+            total=total,
+            per_second=round(rate, 1),
+            eta_seconds=round(eta, 1) if eta is not None else None,
+        )
+
+    def related(
+        self, note_id: str, limit: int, min_seconds_apart: float, allowed: set[str] | None = None
+    ) -> list[Echo]:
+        assert self.index is not None
+        return semantic_search.related(self.index, self.lexical, note_id, limit, min_seconds_apart, allowed)
+
+    def search(
+        self, query: np.ndarray, text: str, filters: FeedFilter, limit: int, snippet_depth: int | None = None
+    ) -> ChannelResult:
+        assert self.index is not None
+        return semantic_search.search(self.index, self.lexical, query, text, filters, limit, snippet_depth)

@@ -26,12 +26,12 @@ import msgspec
 import numpy as np
 import structlog
 
-from notarium_search.chunking import CHUNKING_FINGERPRINT, chunk_note
-from notarium_search.embedding import Embedder
-from notarium_search.faults import StorageFault, describe, is_passing
-from notarium_search.manifest import write_atomic
-from notarium_search.models import Fragment, ParsedNote
-from notarium_search.vector_store import VectorStore, VectorStoreCorrupt
+from notarium_search.semantic.chunking import CHUNKING_FINGERPRINT, chunk_note
+from notarium_search.semantic.embedding import Embedder
+from notarium_search.semantic.vector_store import VectorStore, VectorStoreCorrupt
+from notarium_search.storage.atomic import write_atomic
+from notarium_search.storage.faults import StorageFault, describe, is_passing
+from notarium_search.types import Fragment, ParsedNote
 
 CHECKPOINT_FRAGMENTS = 512  # a crash loses at most this much embedding work (~15 s)
 CHECKPOINT_SECONDS = 60.0
@@ -110,7 +110,7 @@ class SemanticIndex:
         except FileNotFoundError:
             return
         except OSError as exc:
-            if is_passing(exc):  # a passing fault, not damage: the vectors are kept (faults.py)
+            if is_passing(exc):  # a passing fault, not damage: the vectors are kept (storage/faults.py)
                 raise StorageFault(f"cannot read {self._manifest_path}: {describe(exc)}") from exc
             self._reset(f"vector manifest unreadable ({exc}): rebuilding")
             return

@@ -19,14 +19,12 @@ from datetime import UTC, datetime
 
 import structlog
 
-from notarium_search.collection import CollectionRules
-from notarium_search.faults import IndexFolderMissing, StorageFault, stop_if_short
+from notarium_search.index.manifest import Entry, Manifest
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
-from notarium_search.manifest import Entry, Manifest
-from notarium_search.models import IndexProgress, IndexState, ParsedNote, SourceFile
-from notarium_search.parse import NotANote, decode_note, parse_note
-from notarium_search.scan import (
+from notarium_search.notes.collection import CollectionRules
+from notarium_search.notes.parse import NotANote, decode_note, parse_note
+from notarium_search.notes.scan import (
     OutsideSpace,
     SpaceUnavailable,
     check_root,
@@ -35,6 +33,8 @@ from notarium_search.scan import (
     stat_paths,
 )
 from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.storage.faults import IndexFolderMissing, StorageFault, stop_if_short
+from notarium_search.types import IndexProgress, IndexState, ParsedNote, SourceFile
 
 PARSER_VERSION = 6  # bump when parse/markdown output changes: forces a rebuild
 # Errors that stop a pass at once, leaving what is committed as it is: the
@@ -83,7 +83,7 @@ class SpaceIndexer:
         self.progress = IndexProgress()
         self.skipped_total = len(manifest.skipped())
         self.collections = CollectionRules(space.collections)
-        # What the next commit writes, recorded before it (see manifest.py).
+        # What the next commit writes, recorded before it (see index/manifest.py).
         self._touched_ids: set[str] = set()
         self._touched_paths: set[str] = set()
         # A failed pass could not read the saved manifest back (too many open

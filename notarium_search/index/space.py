@@ -17,13 +17,18 @@ from typing import TYPE_CHECKING, TextIO
 
 import structlog
 
-from notarium_search.faults import IndexFolderMissing, StorageFault
-from notarium_search.graph_channel import GraphChannel
-from notarium_search.indexer import SpaceIndexer, index_fingerprint
+from notarium_search.graph.channel import GraphChannel
+from notarium_search.index.folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
+from notarium_search.index.indexer import SpaceIndexer, index_fingerprint
+from notarium_search.index.manifest import Manifest
+from notarium_search.index.status import BUILDING_MESSAGE, lexical_status, still_building
+from notarium_search.index.watch import SpaceWatcher
 from notarium_search.lexical import search as lexical_search
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
-from notarium_search.manifest import Manifest
-from notarium_search.models import (
+from notarium_search.notes.scan import SpaceUnavailable, check_root
+from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.storage.faults import IndexFolderMissing, StorageFault
+from notarium_search.types import (
     ChannelState,
     ChannelStatus,
     FeedFilter,
@@ -32,18 +37,13 @@ from notarium_search.models import (
     NoteSummary,
     SpaceStatus,
 )
-from notarium_search.scan import SpaceUnavailable, check_root
-from notarium_search.settings import Settings, SpaceConfig
-from notarium_search.space_folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
-from notarium_search.space_status import BUILDING_MESSAGE, lexical_status, still_building
-from notarium_search.watch import SpaceWatcher
 
 RETRY_FIRST_SECONDS = 5.0  # after a failed pass; doubled after each failure
 RETRY_MAX_SECONDS = 300.0
 
 if TYPE_CHECKING:
-    from notarium_search.embedding import Embedder
-    from notarium_search.semantic.space_channel import SemanticChannel
+    from notarium_search.semantic.channel import SemanticChannel
+    from notarium_search.semantic.embedding import Embedder
 
 log = structlog.get_logger(__name__)
 
@@ -90,7 +90,7 @@ class Space:
             self.graph.ensure_built()  # nothing will reconcile: read the committed links now
         self.semantic: SemanticChannel | None = None
         if settings.vector_search and not read_only:
-            from notarium_search.semantic.space_channel import SemanticChannel
+            from notarium_search.semantic.channel import SemanticChannel
 
             self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
         self._jobs: queue.Queue[Callable[[], object] | None] = queue.Queue()
@@ -388,7 +388,7 @@ class Space:
         except (FileNotFoundError, NotADirectoryError):
             pass
         except OSError:
-            return True  # an unreadable folder: its notes are kept in the index (scan.py), so in answers too
+            return True  # an unreadable folder: its notes are kept in the index (notes/scan.py), so in answers too
         if self._folder_away or not os.path.isdir(self.config.path):
             # The whole folder is away (an unmounted share), not this note: the
             # index is kept for that case, so answers keep coming from it

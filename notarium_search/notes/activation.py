@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from notarium_search.models import Activation
-from notarium_search.parse import to_datetime
+from notarium_search.notes.parse import to_datetime
+from notarium_search.types import Activation
 
 _ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
 _SEPARATORS = " \t-–—:,;()[]|"

@@ -3,7 +3,7 @@
 A pack is a directory holding `model.onnx`, `tokenizer.json` and usually
 `model.json` (how to use it: dim, pooling, prefixes...); see docs/models.md.
 `load_embedder` reads one from the local disk only: nothing here touches the
-network (`model_download.py` does, and only an explicit command calls it).
+network (`semantic/download.py` does, and only an explicit command calls it).
 
 Leaf-ish module: imports only the standard library and numpy at import time.
 onnxruntime and tokenizers (the optional `semantic` extra) are imported by

@@ -10,10 +10,11 @@ import secrets
 from pathlib import Path
 from typing import TextIO
 
-from notarium_search.faults import StorageFault, describe, is_passing
+from notarium_search.index.manifest import Manifest
 from notarium_search.lexical.cursor import KEY_BYTES, CursorCodec
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
-from notarium_search.manifest import Manifest, write_atomic
+from notarium_search.storage.atomic import write_atomic
+from notarium_search.storage.faults import StorageFault, describe, is_passing
 
 LOCK_FILE = "writer.lock"
 CURSOR_KEY_FILE = "cursor.key"

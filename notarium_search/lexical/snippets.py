@@ -23,10 +23,10 @@ import re
 from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 
-from notarium_search import analysis
-from notarium_search.analysis import Analyzers
+from notarium_search.lexical import analysis
+from notarium_search.lexical.analysis import Analyzers
 from notarium_search.lexical.query import FUZZY_MIN_CHARS, QueryPlan
-from notarium_search.models import Snippet, TextRange
+from notarium_search.types import Snippet, TextRange
 
 SNIPPET_CHARS = 200  # long enough for a sentence of context, short enough for a list
 LEAD_CHARS = 60  # context kept before the first match of a window

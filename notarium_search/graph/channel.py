@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import structlog
 
-from notarium_search.graph import LinkGraph, NoteLinks, explain, rank_neighbours
+from notarium_search.graph.links import LinkGraph, NoteLinks, explain, rank_neighbours
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
-from notarium_search.models import ChannelHit, ChannelResult, ChannelState, ChannelStatus, FeedFilter
+from notarium_search.types import ChannelHit, ChannelResult, ChannelState, ChannelStatus, FeedFilter
 
 CHANNEL = "graph"
 

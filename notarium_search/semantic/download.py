@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from notarium_search.embedding import (
+from notarium_search.semantic.embedding import (
     CONFIG_FILE,
     DEFAULT_MAX_TOKENS,
     MODEL_FILE,

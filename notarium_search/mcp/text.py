@@ -1,6 +1,6 @@
 """The MCP tools' answers as compact text: what an assistant reads to choose
 its next call (ids to open, why a channel is missing, how to page on).
-Pure functions of the Service's results (mcp_tools.py)."""
+Pure functions of the Service's results (mcp/tools.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from notarium_search.models import (
+from notarium_search.types import (
     Activation,
     NoteDetail,
     NoteLink,
@@ -22,7 +22,7 @@ from notarium_search.models import (
 )
 
 if TYPE_CHECKING:
-    from notarium_search.semantic.channel import Echo  # numpy: the semantic extra
+    from notarium_search.types import Echo
 
 FRONTMATTER_PREVIEW_CHARS = 300  # per note in query_frontmatter's text; the structured content has it all
 MARK = "**"  # around highlighted words: Markdown bold, which assistants read as emphasis

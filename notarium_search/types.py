@@ -180,7 +180,7 @@ class FeedFilter:
 
 @dataclass(frozen=True, slots=True)
 class Activation:
-    """One recorded use of a note (activation.py)."""
+    """One recorded use of a note (notes/activation.py)."""
 
     where: str
     date: datetime  # the entry's date, else the note's last update
@@ -311,3 +311,13 @@ class Fragment:
     end: int
     text: str  # the note's own words (what snippets show)
     embed_text: str  # title and heading path, then the text (what the model sees)
+
+
+@dataclass(frozen=True, slots=True)
+class Echo:
+    """A note related to another, with the pair of fragments that resonated."""
+
+    note: NoteSummary
+    similarity: float
+    fragment: Snippet  # of the related note
+    source: Snippet  # of the note asked about

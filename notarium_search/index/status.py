@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from notarium_search.models import IndexProgress, IndexState, LexicalStatus
+from notarium_search.types import IndexProgress, IndexState, LexicalStatus
 
 if TYPE_CHECKING:
-    from notarium_search.graph_channel import GraphChannel
-    from notarium_search.semantic.space_channel import SemanticChannel
+    from notarium_search.graph.channel import GraphChannel
+    from notarium_search.semantic.channel import SemanticChannel
 
 BUILDING_MESSAGE = "Building search index…"
 

@@ -18,8 +18,8 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from notarium_search.models import Fragment, ParsedNote
 from notarium_search.settings import CHUNKING_MODES
+from notarium_search.types import Fragment, ParsedNote
 
 TARGET_CHARS = 1000  # ~250 tokens: well inside every model's window, one idea or two
 OVERLAP_CHARS = 200  # carried from the end of a fragment into the next

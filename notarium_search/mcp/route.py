@@ -3,7 +3,7 @@
 Importing the SDK took ~0.4 s of every start and ~37 MiB of every server
 (46 → 83 MiB for the imports alone), whether or not an assistant ever called
 it. Neither the route nor its lifespan need it: the lifespan only holds a task
-group, and the first request imports `notarium_search.mcp_server`, builds the
+group, and the first request imports `notarium_search.mcp.server`, builds the
 session manager and starts it in that group. docs/mcp.md.
 """
 
@@ -84,7 +84,7 @@ class McpRoute:
 
 
 def _build_manager(service: Service, settings: Settings) -> StreamableHTTPSessionManager:
-    from notarium_search.mcp_server import session_manager  # the SDK's import: ~0.4 s, off the event loop
+    from notarium_search.mcp.server import session_manager  # the SDK's import: ~0.4 s, off the event loop
 
     return session_manager(service, settings)
 

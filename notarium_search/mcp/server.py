@@ -31,7 +31,7 @@ from pydantic_core import ErrorDetails
 
 from notarium_search import __version__
 from notarium_search.errors import NotariumError
-from notarium_search.mcp_tools import (
+from notarium_search.mcp.tools import (
     MAX_DAYS,
     MAX_QUERY_CHARS,
     NOTE_TEXT_CHARS,
@@ -372,7 +372,7 @@ def session_manager(service: Service, settings: Settings) -> StreamableHTTPSessi
     every POST carries its own request (no server-side sessions to expire or to
     pin to one worker), and the tools never call back into the client.
     `settings` are the app's (its token decides the DNS-rebinding protection).
-    api/mcp_route.py routes /mcp to it and runs it."""
+    mcp/route.py routes /mcp to it and runs it."""
     # Stateless transports log "Terminating session: None" at info after every
     # request: noise beside the access log. Its warnings still show.
     logging.getLogger(SDK_TRANSPORT_LOGGER).setLevel(logging.WARNING)

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from notarium_search.activation import activations
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.cursor import CursorCodec
 from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
-from notarium_search.models import FeedFilter, NoteRecord
+from notarium_search.notes.activation import activations
+from notarium_search.types import FeedFilter, NoteRecord
 
 # The activations window reads every activated note; past this many the
 # answer is cut (newest first) rather than unbounded.

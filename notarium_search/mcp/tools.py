@@ -1,6 +1,6 @@
 """What the MCP tools do: check the arguments, ask the Service, and answer
 twice — compact text an assistant reads, and the HTTP API's JSON for the same
-data (structured content). Transport-free: mcp_server.py registers these
+data (structured content). Transport-free: mcp/server.py registers these
 methods with the MCP SDK and turns `ToolFailure` into tool errors."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from notarium_search.api.schemas import (
+from notarium_search.bodies import (
     ActivationsBody,
     NotesBody,
     link_out,
@@ -21,16 +21,16 @@ from notarium_search.api.schemas import (
     search_body,
 )
 from notarium_search.errors import ChannelUnavailable
-from notarium_search.mcp_text import (
+from notarium_search.mcp.text import (
     activations_text,
     frontmatter_text,
     note_text,
     related_text,
     search_text,
 )
-from notarium_search.models import FeedFilter
-from notarium_search.parse import date_parameter
+from notarium_search.notes.parse import date_parameter
 from notarium_search.service import Service
+from notarium_search.types import FeedFilter
 
 # The HTTP API's bounds (api/app.py), so that both doors accept the same input.
 MAX_QUERY_CHARS = 1000  # longer input is a paste, not a query

@@ -14,14 +14,14 @@ the notes whose index state is uncertain, and those are redone.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 import structlog
 
-from notarium_search.faults import StorageFault, describe, is_passing
+from notarium_search.storage.atomic import fsync_directory, write_atomic
+from notarium_search.storage.faults import StorageFault, describe, is_passing
 
 log = structlog.get_logger(__name__)
 
@@ -108,7 +108,7 @@ class Manifest:
     def settle(self) -> None:
         """The commit and this manifest agree again (called after `save`)."""
         self.unsettled_path.unlink(missing_ok=True)
-        _fsync_directory(self.path.parent)
+        fsync_directory(self.path.parent)
 
     def load_unsettled(self) -> Unsettled | None:
         """The record a crash left, if any. Raises StorageFault when it could
@@ -134,21 +134,3 @@ class Manifest:
     def ids(self) -> dict[str, str]:
         """note id → path, for the notes currently indexed."""
         return {e.note_id: p for p, e in self.entries.items() if e.note_id is not None}
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    _fsync_directory(path.parent)
-
-
-def _fsync_directory(path: Path) -> None:
-    directory = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

@@ -20,7 +20,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from notarium_search.faults import describe
+from notarium_search.storage.faults import describe
 
 PROBE_PREFIX = ".notarium-write-check-"
 # Files Docker and Podman put in a container's root: there, the folder to hand

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from notarium_search.models import ParsedNote, WikiLink
+from notarium_search.types import ParsedNote, WikiLink
 
 # Only the first page of the fused text ranking seeds the graph: neighbours of
 # deeper, weaker hits are mostly noise, and it bounds a query to ten reads.

@@ -39,8 +39,8 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeAlias
 
-from notarium_search.faults import StorageFault, describe, is_passing
-from notarium_search.manifest import write_atomic
+from notarium_search.storage.atomic import write_atomic
+from notarium_search.storage.faults import StorageFault, describe, is_passing
 
 if TYPE_CHECKING:
     import numpy as np

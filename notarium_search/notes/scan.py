@@ -22,8 +22,8 @@ from typing import BinaryIO
 
 import structlog
 
-from notarium_search.faults import describe, stop_if_short
-from notarium_search.models import SourceFile
+from notarium_search.storage.faults import describe, stop_if_short
+from notarium_search.types import SourceFile
 
 # Deeper folders are skipped with a logged reason. Real vaults nest a handful
 # of levels; the bound only keeps a pathological tree (1,000 levels in the

@@ -23,9 +23,9 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 from yaml.constructor import SafeConstructor
 
-from notarium_search import markdown
 from notarium_search.errors import InvalidParameter
-from notarium_search.models import ParsedNote
+from notarium_search.notes import markdown
+from notarium_search.types import ParsedNote
 
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in the first 8 KiB means "not a text note"
 MAX_ID_LENGTH = 512

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from notarium_search.models import (
+from notarium_search.types import (
     NoteDetail,
     NoteLink,
     NoteRecord,
@@ -18,7 +18,7 @@ from notarium_search.models import (
 )
 
 if TYPE_CHECKING:
-    from notarium_search.semantic.channel import Echo
+    from notarium_search.types import Echo
 
 
 @dataclass(frozen=True, slots=True)

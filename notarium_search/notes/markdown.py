@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from notarium_search.models import WikiLink
+from notarium_search.types import WikiLink
 
 # Private-use characters frame the placeholders of set-aside code.
 _INLINE_OPEN, _INLINE_CLOSE, _BLOCK_OPEN, _BLOCK_CLOSE = "\ue000", "\ue001", "\ue002", "\ue003"

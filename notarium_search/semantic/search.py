@@ -1,0 +1,116 @@
+"""Semantic channel queries: nearest fragments → notes, and related notes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import partial
+
+import numpy as np
+
+from notarium_search.lexical import search as lexical
+from notarium_search.lexical.query import plan_query
+from notarium_search.lexical.snippets import HighlightTerms, make_snippets
+from notarium_search.lexical.store import LexicalIndex
+from notarium_search.semantic.index import Record, SemanticIndex, text_digest
+from notarium_search.types import ChannelHit, ChannelResult, Echo, FeedFilter, Snippet
+
+CHANNEL = "semantic"
+FRAGMENTS_PER_RESULT = 4  # nearest fragments fetched per wanted note: several fragments often share a note
+MIN_FRAGMENTS = 64
+SNIPPETS_PER_NOTE = 3
+RELATED_NEIGHBOURS = 20  # nearest fragments looked at for each fragment of the note
+
+
+def search(
+    index: SemanticIndex,
+    lexical_index: LexicalIndex,
+    query: np.ndarray,
+    text: str,
+    filters: FeedFilter,
+    limit: int,
+    snippet_depth: int | None = None,
+) -> ChannelResult:
+    """The `limit` notes with the nearest fragments. The first `snippet_depth`
+    (all when None) come with their summary and snippets; the others by id,
+    with snippets cut on demand (fusion keeps few of them)."""
+    allowed = lexical.note_ids_matching(lexical_index, filters)
+    hits = index.search(query, max(limit * FRAGMENTS_PER_RESULT, MIN_FRAGMENTS), allowed)
+    by_note: dict[str, list[tuple[Record, float]]] = defaultdict(list)
+    for note_id, record, score in hits:
+        by_note[note_id].append((record, score))
+    ranked = sorted(by_note.items(), key=lambda item: -item[1][0][1])[:limit]
+    depth = len(ranked) if snippet_depth is None else snippet_depth
+    payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
+    terms = HighlightTerms.from_plan(plan_query(text, lexical_index.analyzers), frozenset())
+    results = []
+    for rank, (note_id, fragments) in enumerate(ranked):
+        if rank >= depth:
+            later = partial(_fetched_snippets, lexical_index, note_id, fragments, terms)
+            results.append(ChannelHit(None, fragments[0][1], (), more_snippets=later, note_id=note_id))
+            continue
+        payload = payloads.get(note_id)
+        if payload is None:  # deleted since: the vectors lag the lexical index
+            continue
+        snippets = _snippets(payload.text, fragments, terms, lexical_index)
+        results.append(ChannelHit(payload.summary(), fragments[0][1], snippets))
+    return ChannelResult(CHANNEL, tuple(results))
+
+
+def _fetched_snippets(
+    lexical_index: LexicalIndex, note_id: str, fragments: list[tuple[Record, float]], terms: HighlightTerms
+) -> tuple[Snippet, ...]:
+    payload = lexical.payloads_by_id(lexical_index, [note_id]).get(note_id)
+    return _snippets(payload.text, fragments, terms, lexical_index) if payload is not None else ()
+
+
+def _snippets(
+    text: str, fragments: list[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
+) -> tuple[Snippet, ...]:
+    found = (_snippet(text, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
+    return tuple(s for s in found if s is not None)
+
+
+def _snippet(text: str, record: Record, terms: HighlightTerms, lexical_index: LexicalIndex) -> Snippet | None:
+    fragment = text[record.start : record.end].strip()
+    if text_digest(fragment) != record.digest:
+        return None  # the note changed since this fragment was embedded
+    found = make_snippets(fragment, terms, lexical_index.analyzers, limit=1)
+    return found[0] if found else None
+
+
+def related(
+    index: SemanticIndex,
+    lexical_index: LexicalIndex,
+    note_id: str,
+    limit: int,
+    min_seconds_apart: float = 0.0,
+    allowed: set[str] | None = None,
+) -> list[Echo]:
+    """Notes whose best fragment pair with this note is the most similar
+    (among `allowed` notes when given: a filter such as a collection)."""
+    own = index.fragments_of(note_id)
+    if not own:
+        return []
+    best: dict[str, tuple[float, Record, Record]] = {}
+    for record, vector in zip(own, index.vectors(own), strict=True):
+        for other_id, other, score in index.search(vector, RELATED_NEIGHBOURS, allowed):
+            if other_id != note_id and score > best.get(other_id, (-2.0,))[0]:
+                best[other_id] = (score, other, record)
+    payloads = lexical.payloads_by_id(lexical_index, [note_id, *best])
+    source = payloads.get(note_id)
+    if source is None:
+        return []
+    source_time = source.updated
+    echoes = []
+    terms = HighlightTerms.from_plan(plan_query("", lexical_index.analyzers), frozenset())
+    for other_id, (score, other, mine) in sorted(best.items(), key=lambda item: -item[1][0]):
+        payload = payloads.get(other_id)
+        if payload is None or abs(payload.updated - source_time) < min_seconds_apart:
+            continue
+        theirs = _snippet(payload.text, other, terms, lexical_index)
+        ours = _snippet(source.text, mine, terms, lexical_index)
+        if theirs is not None and ours is not None:
+            echoes.append(Echo(payload.summary(), score, theirs, ours))
+        if len(echoes) >= limit:
+            break
+    return echoes
