@@ -90,7 +90,7 @@ class Vault:
             spaces.append(SpaceConfig(child.name, child, language, collections=own))
         # No rate limit unless a test sets one: fuzz tests send thousands of requests.
         # Litestar's TestClient addresses the app as testserver.local: an allowed
-        # name here, refused by default (tests/test_exposure.py checks the default).
+        # name here, refused by default (tests/api/test_exposure.py checks the default).
         base = Settings(
             spaces=tuple(spaces),
             spaces_root=self.root,

@@ -41,7 +41,7 @@ def test_load_while_indexing_smoke():
 # 2.5 fragments/s of a loaded CI machine.
 SCALE_SMOKE_NOTES = 100
 # The smoke run checks that every phase works, not the query-embedding deadline
-# (tests/test_semantic.py does): at the default 300 ms a loaded machine answers
+# (tests/semantic/test_channel.py does): at the default 300 ms a loaded machine answers
 # hybrid queries lexically, and edits never show in the semantic channel.
 SMOKE_QUERY_EMBED_TIMEOUT_MS = 60_000
 

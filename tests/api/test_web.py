@@ -5,7 +5,7 @@ except in CI (`CI` set), where that is a failure.
 
 The README's screenshots are taken by an opt-in test (it loads the e5 model):
 
-    NOTARIUM_SCREENSHOTS=docs/screenshots .venv/bin/pytest tests/test_web.py -k screenshots
+    NOTARIUM_SCREENSHOTS=docs/screenshots .venv/bin/pytest tests/api/test_web.py -k screenshots
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ WORDS = [
     "norme",
 ]
 QUERIES = [*WORDS, "plan de continuité", "audit contrôle", "agent protocole", "note0042", "dossier3"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Bounds on waiting, generous for a shared 2-core machine at a tenth of its
 # speed: a server starting (imports, then the start-up reconcile of 2,000
 # notes beside it), one request to a server busy indexing.

@@ -255,7 +255,7 @@ def test_saving_over_the_file_of_a_loaded_store_does_not_crash(tmp_path: Path):
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).parents[2],
     )
     assert result.returncode == 0, f"exit {result.returncode}: {result.stderr}"
     assert result.stdout.strip() == "survived"

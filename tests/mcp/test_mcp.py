@@ -32,10 +32,10 @@ from bench.perf_lexical import free_port, server_env
 from notarium_search.api.app import create_app
 from notarium_search.mcp.server import SHOWN_LINE_CHARS
 from notarium_search.mcp.tools import NOTE_TEXT_CHARS
+from tests.api.test_server import wait_until_ready
 from tests.conftest import Vault, models_dir
-from tests.test_server import wait_until_ready
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "mcp-test-token-0123456789"  # noqa: S105 - a test fixture, not a secret
 TOOLS = {"search_notes", "get_related", "query_frontmatter", "list_recent_activations", "get_note"}
 # A hand-written first request, for the HTTP checks below the SDK client.

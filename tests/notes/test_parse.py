@@ -904,7 +904,7 @@ def test_notes_doc_names_every_date_field_and_default_exclusion():
     from notarium_search.notes import parse
     from notarium_search.settings import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 
-    doc = (Path(__file__).parent.parent / "docs" / "notes.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "notes.md").read_text()
     for key in (*parse._CREATED_KEYS, *parse._UPDATED_KEYS, *DEFAULT_EXCLUDE, *DEFAULT_INCLUDE):
         assert f"`{key}`" in doc, key
     assert f"{parse.BINARY_SNIFF_BYTES // 1024} KiB" in doc
