@@ -33,8 +33,14 @@ def test_a_flood_is_logged_once_a_window_with_what_was_dropped():
 def test_the_server_limits_are_validated():
     settings = load_settings(env={"NOTARIUM_HEADER_TIMEOUT": "1.5", "NOTARIUM_MAX_CONNECTIONS": "64"})
     assert (settings.header_timeout, settings.max_connections) == (1.5, 64)
-    for env in ({"NOTARIUM_HEADER_TIMEOUT": "0"}, {"NOTARIUM_HEADER_TIMEOUT": "61"}, {"NOTARIUM_MAX_CONNECTIONS": "0"}):
-        with pytest.raises(ConfigError, match="header_timeout"):
-            load_settings(env=env)
-    with pytest.raises(ConfigError, match="header_timeout must be a number"):
-        load_settings(env={"NOTARIUM_HEADER_TIMEOUT": "soon"})
+    refused = {
+        "NOTARIUM_HEADER_TIMEOUT=0": "NOTARIUM_HEADER_TIMEOUT='0': expected `float` >= 0.5",
+        "NOTARIUM_HEADER_TIMEOUT=61": "NOTARIUM_HEADER_TIMEOUT='61': expected `float` <= 60",
+        "NOTARIUM_MAX_CONNECTIONS=0": "NOTARIUM_MAX_CONNECTIONS='0': expected `int` >= 1",
+        "NOTARIUM_HEADER_TIMEOUT=soon": "NOTARIUM_HEADER_TIMEOUT='soon': expected `float`, got `str`",
+    }
+    for setting, message in refused.items():
+        name, value = setting.split("=")
+        with pytest.raises(ConfigError) as caught:
+            load_settings(env={name: value})
+        assert str(caught.value).startswith(message)

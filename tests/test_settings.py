@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from notarium_search.settings import (
-    _ENV_FIELDS,
     SPACE_NAME_RE,
     CollectionConfig,
     ConfigError,
     FusionConfig,
     RankingConfig,
     Settings,
+    env_names,
     load_settings,
     log_ignored_folders,
     valid_space_name,
@@ -128,10 +128,24 @@ def test_explicit_space_outside_root(tmp_path: Path):
 @pytest.mark.parametrize(
     ("toml", "env", "message"),
     [
-        ("", {"NOTARIUM_PORT": "http"}, "port must be an integer"),
-        ("", {"VECTOR_SEARCH": "maybe"}, "vector_search must be a boolean"),
-        ("", {"NOTARIUM_LANGUAGE": "de"}, "language must be one of"),
-        ("", {"NOTARIUM_OVERSIZE": "explode"}, "oversize must be one of"),
+        # Errors name what the user wrote: the variable, or the key, file and line.
+        ("", {"NOTARIUM_PORT": "http"}, "^NOTARIUM_PORT='http': expected `int`, got `str`$"),
+        ("", {"NOTARIUM_PORT": "18802.9"}, "^NOTARIUM_PORT='18802.9': expected `int`"),
+        ("", {"NOTARIUM_PORT": "0"}, "^NOTARIUM_PORT='0': expected `int` >= 1$"),
+        ("", {"VECTOR_SEARCH": "maybe"}, r"^VECTOR_SEARCH='maybe': must be a boolean \(1/0, true/false"),
+        ("", {"NOTARIUM_LANGUAGE": "de"}, "^NOTARIUM_LANGUAGE='de': must be one of fr, en$"),
+        ("", {"NOTARIUM_OVERSIZE": "explode"}, "^NOTARIUM_OVERSIZE='explode': must be one of truncate, skip$"),
+        ("", {"NOTARIUM_HEADER_TIMEOUT": "90"}, "^NOTARIUM_HEADER_TIMEOUT='90': expected `float` <= 60"),
+        # Loose TOML values were accepted: 18802.9 became 18802, true became 1.
+        ("port = 18802.9\n", {}, r"^port = 18802\.9 in .*c\.toml \(line 1\): expected `int`, got `float`$"),
+        (
+            'host = "h"\ncommit_every = true\n',
+            {},
+            r"^commit_every = true in .*c\.toml \(line 2\): expected `int`, got `bool`$",
+        ),
+        ("vector_search = 1\n", {}, r"^vector_search = 1 in .*c\.toml \(line 1\): expected `bool`, got `int`$"),
+        ("spaces_root = 3\n", {}, r"^spaces_root = 3 in .*c\.toml \(line 1\): expected `str`, got `int`$"),
+        ("[fusion]\nk = true\n", {}, r"^\[fusion\] k = true in .*c\.toml \(line 2\): expected `float`, got `bool`$"),
         ('colour = "blue"\n', {}, "unknown config keys: colour"),
         ("[ranking]\nboost = 1\n", {}, "unknown \\[ranking\\] keys"),
         ('[spaces."Bad Name"]\npath = "."\n', {}, "must match"),
@@ -139,9 +153,10 @@ def test_explicit_space_outside_root(tmp_path: Path):
         ("[spaces.orphan]\n", {}, "needs a path"),
         ("spaces_root = 3 = 4\n", {}, "cannot read config file"),
         ('spaces_root = "/does/not/exist"\n', {}, "is not a directory"),
-        ("[fusion]\nk = 0\n", {}, "k must be > 0"),
-        ("[fusion]\nlexical_weight = -1\n", {}, "must be >= 0"),
-        ('[fusion]\nk = "big"\n', {}, "must be numbers"),
+        ("[fusion]\nk = 0\n", {}, r"\[fusion\] k = 0 in .*\(line 2\): expected `float` > 0"),
+        ("[fusion]\nscore_floor = 1.5\n", {}, r"\[fusion\] score_floor = 1\.5 .*expected `float` <= 1"),
+        ("[fusion]\nlexical_weight = -1\n", {}, r"\[fusion\] lexical_weight = -1 .*expected `float` >= 0"),
+        ('[fusion]\nk = "big"\n', {}, r'\[fusion\] k = "big" .*expected `float`, got `str`'),
         ("", {"NOTARIUM_ACTIVATION_FIELDS": " , "}, "needs at least one name"),
         ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\npattern = "(["\n', {}, "not a valid regular expression"),
         ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\nchunking = "page"\n', {}, "chunking one of"),
@@ -180,8 +195,10 @@ def test_sample_config_loads():
 
 def test_configuration_doc_lists_every_field():
     doc = (ROOT / "docs" / "configuration.md").read_text()
-    for env_name in (*_ENV_FIELDS, "NOTARIUM_CONFIG"):
-        assert re.search(rf"`{env_name}`", doc), env_name
+    # One row per declared setting: its TOML key, then its environment variable.
+    for env_name, key in env_names().items():
+        assert re.search(rf"^\| `{key}` \| `{env_name}` \|", doc, re.M), (key, env_name)
+    assert "`NOTARIUM_CONFIG`" in doc
     for kind in (RankingConfig, FusionConfig, CollectionConfig):
         for field in dataclasses.fields(kind):
             if field.name != "name":  # a collection's name is its table's

@@ -1,0 +1,369 @@
+"""Every setting, declared once: the dataclasses the service reads, each
+field with its type, default, environment variable (`Env`), bounds (`Meta`,
+checked by msgspec), choices (`Choices`) or reader (`ReadWith`), and the
+readers themselves. `notarium_search.settings.load_settings` reads them.
+Leaf module: imports nothing from the package."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+SPACE_NAME_PATTERN = "[a-z0-9][a-z0-9_-]*"
+# Anchored with \Z, not $: `$` also matches before a final newline, so
+# "abc\n" passed. With \Z even a plain `.match` checks the whole name.
+SPACE_NAME_RE = re.compile(rf"{SPACE_NAME_PATTERN}\Z")
+LANGUAGES = ("fr", "en")
+OVERSIZE_POLICIES = ("truncate", "skip")
+CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (semantic/chunking.py)
+
+# Folders that are tool state, not notes: Obsidian settings, VCS, trash.
+DEFAULT_EXCLUDE = (".obsidian/**", ".git/**", ".trash/**", "node_modules/**")
+DEFAULT_INCLUDE = ("**/*.md",)
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message says which field and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """The environment variable that sets a setting (its TOML key is the field's name)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """The values a text setting may take (compared in lower case)."""
+
+    values: tuple[str, ...]
+
+    def __init__(self, *values: str) -> None:
+        object.__setattr__(self, "values", values)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadWith:
+    """A setting read by a function of its own (lists, tokens, host names): it
+    takes the TOML value or the environment text, and raises ConfigError."""
+
+    read: Callable[[Any], Any]
+
+
+def valid_space_name(name: str) -> bool:
+    """Whether `name` can name a space or a collection (the whole of it)."""
+    return SPACE_NAME_RE.fullmatch(name) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class RankingConfig:
+    """Lexical ranking knobs. Defaults were measured on piaf-fr and cranfield
+    (see docs/ranking.md); change them only with a measurement."""
+
+    title_boost: float = 0.25
+    """Extra weight of a term found in the title field, on top of the combined
+    text field that already contains the title. 0 disables."""
+    aliases_boost: float = 0.5
+    """Extra weight of a term found in a frontmatter alias."""
+    headings_boost: float = 0.2
+    """Extra weight of a term found in a heading."""
+    fuzzy_weight: float = 0.2
+    """Score of a typo-tolerant (edit distance 1) match relative to an exact
+    one; kept low so that exact matches always rank first."""
+    prefix_weight: float = 0.5
+    """Score of an as-you-type prefix match of the last query word."""
+    phrase_boost: float = 2.0
+    """Extra weight when the whole unquoted query occurs as a phrase."""
+
+
+@dataclass(frozen=True, slots=True)
+class FusionConfig:
+    """How channel rankings become one (Reciprocal Rank Fusion, see
+    docs/ranking.md for the measurements behind the defaults)."""
+
+    k: Annotated[float, Meta(gt=0)] = 60.0
+    """RRF constant: a note at rank r of a channel scores weight / (k + r).
+    Larger k flattens the difference between the top ranks of a channel."""
+    lexical_weight: float = 1.0
+    """Weight of the lexical (BM25) channel."""
+    semantic_weight: float = 1.0
+    """Weight of the semantic (embedding) channel."""
+    graph_weight: float = 1.0
+    """Weight of the wiki-link graph channel (GRAPH_BOOST)."""
+    score_floor: Annotated[float, Meta(ge=0, le=1)] = 0.2
+    """How much of a channel's contribution does not depend on its own scores:
+    1 is plain rank-only RRF; below 1, a note's normalised score in the
+    channel (its place between the channel's lowest and highest score)
+    scales the rest. Must be in [0, 1]."""
+    phrase_weight: float = 1.0
+    """Weight of the exact-phrase list: lexical hits whose title or text holds
+    the whole query (title only for a one-word query), so that an exact match
+    is not outranked by notes the other channels merely like."""
+
+    def weights(self) -> dict[str, float]:
+        return {
+            "lexical": self.lexical_weight,
+            "semantic": self.semantic_weight,
+            "graph": self.graph_weight,
+            "phrase": self.phrase_weight,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionConfig:
+    """A named part of a space: `[spaces.NAME.collections.COLLECTION]`."""
+
+    name: str
+    folder: str = ""
+    """Sub-folder of the space (POSIX, relative); "" is the space root."""
+    pattern: str = ""
+    """Regular expression a note's file name must match (searched, so anchor
+    it: `^Article.+\\.md$`); "" accepts every note."""
+    root_only: bool = False
+    """Only notes directly in `folder`, not in its sub-folders."""
+    chunking: str = "paragraph"
+    """Fragments for the semantic channel: "paragraph" (packed paragraphs) or
+    "section" (one fragment per `#`/`##` section, for books and long documents)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceConfig:
+    """One space: a named folder of notes."""
+
+    name: str
+    path: Path
+    language: str = "fr"
+    """Analyzer language: "fr" (French stemming + stop words) or "en"."""
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    """Glob patterns (relative POSIX paths) a note must match."""
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    """Glob patterns to skip; hidden files and folders are always skipped."""
+    collections: tuple[CollectionConfig, ...] = ()
+    """Named parts of the space; a note may belong to several."""
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredFolder:
+    """A sub-folder of `spaces_root` that is not a space, and why."""
+
+    path: Path
+    reason: str
+    suggested_name: str | None
+    """A valid space name made from the folder's name (None: none could be)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Service settings. Each field is declared once: its type, default, the
+    environment variable that sets it (`Env`), its bounds (`Meta`, checked by
+    msgspec) or choices; `load_settings` reads the TOML key of the same name and
+    the variable from these declarations, and tests/test_settings.py checks
+    docs/configuration.md against them."""
+
+    spaces: tuple[SpaceConfig, ...] = ()
+    """Configured spaces: sub-folders of `spaces_root` plus `[spaces.NAME]`
+    tables of the config file."""
+    spaces_root: Annotated[Path | None, Env("NOTARIUM_SPACES_ROOT")] = None
+    """Each sub-folder whose name is a valid space name
+    is a space."""
+    index_dir: Annotated[Path, Env("NOTARIUM_INDEX_DIR")] = Path(".notarium-index")
+    """Where indexes live, one sub-folder per space.
+    Never inside a notes folder."""
+    host: Annotated[str, Env("NOTARIUM_HOST")] = "127.0.0.1"
+    """Address the HTTP server binds."""
+    port: Annotated[int, Env("NOTARIUM_PORT"), Meta(ge=1, le=65535)] = 8377
+    """Port the HTTP server binds."""
+    header_timeout: Annotated[float, Env("NOTARIUM_HEADER_TIMEOUT"), Meta(ge=0.5, le=60)] = 3.0
+    """Seconds a client may take to send a request's
+    headers (a new connection's first request, and each next one on a kept-alive
+    connection); past it the connection is closed. Also the longest a graceful
+    stop waits for such a client. 0.5 to 60."""
+    max_connections: Annotated[int, Env("NOTARIUM_MAX_CONNECTIONS"), Meta(ge=1)] = 2048
+    """Connections held open at once; more wait in the
+    system's queue until one ends (never refused). Cut to what the file
+    descriptor limit leaves after a reserve for the indexes."""
+    log_level: Annotated[str, Env("NOTARIUM_LOG_LEVEL"), Choices("debug", "info", "warning", "error")] = "info"
+    """debug, info, warning or error."""
+    language: Annotated[str, Env("NOTARIUM_LANGUAGE"), Choices(*LANGUAGES)] = "fr"
+    """Default analyzer language of spaces."""
+    max_file_bytes: Annotated[int, Env("NOTARIUM_MAX_FILE_BYTES"), Meta(ge=1024)] = 2 * 1024 * 1024
+    """Notes larger than this are truncated or
+    skipped (see `oversize`)."""
+    oversize: Annotated[str, Env("NOTARIUM_OVERSIZE"), Choices(*OVERSIZE_POLICIES)] = "truncate"
+    """"truncate" (index the first max_file_bytes) or
+    "skip"."""
+    commit_every: Annotated[int, Env("NOTARIUM_COMMIT_EVERY"), Meta(ge=1)] = 20000
+    """At most this many notes between two commits
+    while a space builds (commits also come after 2 s, then at doubling
+    intervals), so search answers from what is indexed so far."""
+    vector_search: Annotated[bool, Env("VECTOR_SEARCH")] = False
+    """Enable the semantic channel (needs `model_dir`)."""
+    model_dir: Annotated[Path | None, Env("NOTARIUM_MODEL_DIR")] = None
+    """Local folder of the embedding model (model.onnx,
+    tokenizer.json, model.json). Nothing is ever downloaded implicitly."""
+    embed_threads: Annotated[int, Env("NOTARIUM_EMBED_THREADS"), Meta(ge=0)] = 0
+    """Threads for bulk embedding; 0 = all cores."""
+    embed_batch_size: Annotated[int, Env("NOTARIUM_EMBED_BATCH"), Meta(ge=1, le=256)] = 16
+    """Fragments per model call (64 costs 1.6 GB RSS for no gain)."""
+    query_embed_timeout_ms: Annotated[int, Env("NOTARIUM_QUERY_EMBED_TIMEOUT_MS"), Meta(ge=1)] = 300
+    """Deadline of a query's embedding; past it
+    the query is answered by the other channels and `degraded` says why."""
+    model: dict[str, object] = field(default_factory=dict)
+    """[model] table: overrides of model.json (dim, pooling, normalize,
+    query_prefix, passage_prefix, max_tokens, name), or all of it when the
+    model folder has none."""
+    graph_boost: Annotated[bool, Env("GRAPH_BOOST")] = False
+    """Enable the wiki-link graph channel (not yet available)."""
+    watch: Annotated[bool, Env("NOTARIUM_WATCH")] = True
+    """Follow every space's files as they change (creates,
+    edits, deletes, renames): searches see a change within about a second."""
+    watch_debounce_ms: Annotated[int, Env("NOTARIUM_WATCH_DEBOUNCE_MS"), Meta(ge=0)] = 300
+    """Quiet time after a change before it is
+    applied, so that a burst (a `git pull`, a sync client, an editor's
+    write-then-rename) is applied once."""
+    reconcile_interval: Annotated[int, Env("NOTARIUM_RECONCILE_INTERVAL"), Meta(ge=0)] = 60
+    """Seconds between two full comparisons of a
+    space's files with its index when watching is off or impossible (network
+    filesystems, inotify limits); 0 = never."""
+    api_token: Annotated[str | None, Env("NOTARIUM_API_TOKEN"), ReadWith(_token)] = None
+    """When set, every request but /healthz needs
+    `Authorization: Bearer <token>` (this one or the admin token)."""
+    admin_token: Annotated[str | None, Env("NOTARIUM_ADMIN_TOKEN"), ReadWith(_token)] = None
+    """When set, POST /spaces/{space}/reindex needs it
+    (the API token is then read-only)."""
+    cors_origins: Annotated[tuple[str, ...], Env("NOTARIUM_CORS_ORIGINS"), ReadWith(_origins)] = ()
+    """Origins allowed to call the API from a browser
+    (comma-separated in the environment); none by default."""
+    allowed_hosts: Annotated[tuple[str, ...], Env("NOTARIUM_ALLOWED_HOSTS"), ReadWith(_hosts)] = ()
+    """Host names a request may be addressed to (its
+    `Host` header, any port), besides the loopback names and the bound
+    address: `notes.example.org`, `*.example.org` for sub-domains, `*` for
+    any. Every other name is refused (DNS rebinding)."""
+    trusted_proxies: Annotated[tuple[str, ...], Env("NOTARIUM_TRUSTED_PROXIES"), ReadWith(_proxies)] = ()
+    """Addresses or networks (`10.0.0.2`,
+    `172.17.0.0/16`) of reverse proxies whose X-Forwarded-For and
+    X-Forwarded-Proto are believed; none by default."""
+    rate_limit_per_minute: Annotated[int, Env("NOTARIUM_RATE_LIMIT"), Meta(ge=0)] = 1200
+    """Requests per minute per client address (429
+    beyond; /healthz exempt); 0 = no limit. As-you-type search sends a few
+    requests per second while typing."""
+    activation_fields: Annotated[tuple[str, ...], Env("NOTARIUM_ACTIVATION_FIELDS"), ReadWith(_names)] = (
+        "used_in",
+        "utilisé_dans",
+    )
+    """Frontmatter fields listing where a note
+    was used ("activated"), first the main name then aliases (comma-separated
+    in the environment). Read at query time: changing them needs no rebuild."""
+    ranking: RankingConfig = field(default_factory=RankingConfig)
+    """[ranking] table of the config file."""
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    """[fusion] table of the config file."""
+    ignored_folders: tuple[IgnoredFolder, ...] = ()
+    """Not a setting: the sub-folders of `spaces_root` whose names are not
+    valid space names (e.g. `Zettelkasten`), found while loading; logged at
+    start and listed by `notarium-search status`."""
+
+    def space(self, name: str) -> SpaceConfig | None:
+        return next((s for s in self.spaces if s.name == name), None)
+
+
+# A host name (labels of letters, digits, hyphens; `*.` first for sub-domains) or an IP address.
+_HOST_NAME = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\Z")
+MIN_TOKEN_CHARS = 16  # a shorter bearer token is guessable
+
+
+def read_path(value: Any, base_dir: Path) -> Path:
+    """A path setting: text, `~` expanded, relative to `base_dir` (the
+    config file's folder, or the working folder for the environment)."""
+    path = Path(converted(value, str, strict=True)).expanduser()
+    return Path(os.path.normpath(path if path.is_absolute() else base_dir / path))
+
+
+def empty_path(value: Any) -> bool:
+    """An empty path (`NOTARIUM_SPACES_ROOT=`, as a shell or a compose file
+    leaves it) counts as unset: read as a path it was the current folder,
+    which made every folder there a space."""
+    return isinstance(value, str) and not value.strip()
+
+
+def converted(value: Any, kind: Any, strict: bool) -> Any:
+    try:
+        return msgspec.convert(value, kind, strict=strict)
+    except msgspec.ValidationError as exc:
+        reason = str(exc).split(" - at ", 1)[0]  # "Expected `int`, got `float`"
+        raise ConfigError(reason[:1].lower() + reason[1:]) from None
+
+
+def _token(value: Any) -> str | None:
+    token = converted(value, str, strict=True).strip()
+    if token and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"must be at least {MIN_TOKEN_CHARS} characters")
+    return token or None
+
+
+def _origins(value: Any) -> tuple[str, ...]:
+    return tuple(item.rstrip("/") for item in text_list("cors_origins", value, "origins"))
+
+
+def _hosts(value: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(host_pattern(item) for item in text_list("allowed_hosts", value, "host names")))
+
+
+def _proxies(value: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(_proxy(item) for item in text_list("trusted_proxies", value, "addresses")))
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    items = text_list("activation_fields", value, "names")
+    names = tuple(dict.fromkeys(unicodedata.normalize("NFC", i.casefold()) for i in items))
+    if not names:
+        raise ConfigError("needs at least one name")
+    return names
+
+
+def host_pattern(text: str) -> str:
+    """An `allowed_hosts` entry in the form requests are matched with:
+    lower case, no trailing dot, IPv6 in brackets. Raises ConfigError for a
+    URL, a port or anything that is not a host name."""
+    host = text.strip().lower().rstrip(".")
+    if host == "*":
+        return host
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        if _HOST_NAME.match(host):
+            return host
+        raise ConfigError(
+            f"allowed_hosts: {text!r} is not a host name (write `notes.example.org`, `*.example.org` or `*`;"
+            " no scheme, no port: every port is accepted)"
+        ) from None
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+def _proxy(text: str) -> str:
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        raise ConfigError(
+            f"trusted_proxies: {text!r} is not an address or a network (e.g. 10.0.0.2 or 172.17.0.0/16)"
+        ) from None
+
+
+def text_list(key: str, value: Any, what: str) -> list[str]:
+    """A TOML list of strings, or a comma-separated environment value: the
+    non-empty items, stripped."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise ConfigError(f"{key} must be a list of {what}, got {value!r}")
+    return [i.strip() for i in items if i.strip()]

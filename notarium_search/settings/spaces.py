@@ -1,0 +1,186 @@
+"""The spaces: the sub-folders of `spaces_root` and the `[spaces.NAME]` tables
+(paths, languages, include/exclude patterns, collections), checked apart from
+the index folder."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from notarium_search.settings.declared import (
+    CHUNKING_MODES,
+    DEFAULT_EXCLUDE,
+    DEFAULT_INCLUDE,
+    LANGUAGES,
+    SPACE_NAME_PATTERN,
+    CollectionConfig,
+    ConfigError,
+    IgnoredFolder,
+    Settings,
+    SpaceConfig,
+    empty_path,
+    read_path,
+    text_list,
+    valid_space_name,
+)
+
+
+def _patterns(key: str, value: Any, default: tuple[str, ...]) -> tuple[str, ...]:
+    """`include` or `exclude`: a TOML list of glob patterns. A bare string is
+    refused, not split: a string is a sequence, and `include = "*.md"` became
+    the patterns "*", ".", "m", "d"."""
+    if value is None:
+        return default
+    if isinstance(value, str):
+        raise ConfigError(f'{key} must be a list of glob patterns, got {value!r} (write ["{value}"])')
+    patterns = tuple(text_list(key, value, "glob patterns"))
+    if not patterns and key.endswith("include"):
+        raise ConfigError(f"{key} needs at least one pattern: with none, no file is a note")
+    return patterns
+
+
+def read_spaces(
+    settings: Settings, raw: Mapping[str, Any], base_dir: Path
+) -> tuple[tuple[SpaceConfig, ...], tuple[IgnoredFolder, ...]]:
+    include = _patterns("include", raw.get("include"), DEFAULT_INCLUDE)
+    exclude = _patterns("exclude", raw.get("exclude"), DEFAULT_EXCLUDE)
+    found: dict[str, SpaceConfig] = {}
+    misnamed: list[Path] = []
+    root = settings.spaces_root
+    if root is not None:
+        if not root.is_dir():
+            raise ConfigError(f"spaces_root {root} is not a directory")
+        for child in sorted(root.iterdir()):
+            if not child.is_dir() or child.name.startswith("."):
+                continue  # files, and tool state (.obsidian, .git, .trash): never spaces, nothing to say
+            if valid_space_name(child.name):
+                found[child.name] = SpaceConfig(child.name, child, settings.language, include, exclude)
+            else:
+                misnamed.append(child)
+    tables = raw.get("spaces", {})
+    if not isinstance(tables, dict):
+        raise ConfigError("[spaces] must be a table of [spaces.NAME] tables")
+    for name, table in tables.items():
+        found[name] = _space_table(name, table, found.get(name), settings, base_dir, include, exclude)
+    for space in found.values():
+        _check_space(space)
+    _check_indexes_apart(tuple(found.values()), settings.index_dir)
+    declared = {space.path.resolve() for space in found.values()}
+    taken = set(found)
+    ignored = []
+    for folder in misnamed:
+        if folder.resolve() not in declared:  # a [spaces.NAME] table may give it a valid name
+            ignored.append(_ignored(folder, taken))
+    return tuple(found[name] for name in sorted(found)), tuple(ignored)
+
+
+def _ignored(folder: Path, taken: set[str]) -> IgnoredFolder:
+    """Why a sub-folder of spaces_root is not a space, and how to make it one.
+    Its name is not mapped to a valid one automatically: two folders could
+    map to one name, and a space's name is in its URLs and index folder, so
+    it should be chosen, not guessed behind the user's back."""
+    why = f"{folder.name!r} is not a valid space name ({SPACE_NAME_PATTERN})"
+    ascii_name = unicodedata.normalize("NFKD", folder.name).encode("ascii", "ignore").decode().lower()
+    base = re.sub(r"[^a-z0-9_-]+", "-", ascii_name).strip("-_")
+    if not valid_space_name(base):
+        return IgnoredFolder(folder, f'{why}: declare it as [spaces.NAME] with path = "{folder}"', None)
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    taken.add(name)
+    return IgnoredFolder(folder, f'{why}: declare it as [spaces.{name}] with path = "{folder}"', name)
+
+
+def _space_table(
+    name: str,
+    table: Any,
+    existing: SpaceConfig | None,
+    settings: Settings,
+    base_dir: Path,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+) -> SpaceConfig:
+    if not valid_space_name(name):
+        raise ConfigError(f"space name {name!r} must match {SPACE_NAME_PATTERN}")
+    if not isinstance(table, dict):
+        raise ConfigError(f"[spaces.{name}] must be a table")
+    unknown = set(table) - {"path", "language", "include", "exclude", "collections"}
+    if unknown:
+        raise ConfigError(f"unknown keys in [spaces.{name}]: {', '.join(sorted(unknown))}")
+    if "path" in table:
+        if empty_path(table["path"]):
+            raise ConfigError(f"[spaces.{name}] path is empty")
+        path = read_path(table["path"], base_dir)
+    elif existing is not None:
+        path = existing.path
+    else:
+        raise ConfigError(f"[spaces.{name}] needs a path (or a folder of that name under spaces_root)")
+    return SpaceConfig(
+        name=name,
+        path=path,
+        language=str(table.get("language", existing.language if existing else settings.language)),
+        include=_patterns(f"[spaces.{name}] include", table.get("include"), include),
+        exclude=_patterns(f"[spaces.{name}] exclude", table.get("exclude"), exclude),
+        collections=_collections(name, table.get("collections", {})),
+    )
+
+
+def _collections(space: str, tables: Any) -> tuple[CollectionConfig, ...]:
+    if not isinstance(tables, dict):
+        raise ConfigError(f"[spaces.{space}.collections] must be a table of [spaces.{space}.collections.NAME] tables")
+    found = []
+    for name, table in sorted(tables.items()):
+        where = f"[spaces.{space}.collections.{name}]"
+        if not valid_space_name(name) or not isinstance(table, dict):
+            raise ConfigError(f"{where}: the name must match {SPACE_NAME_PATTERN} and the value be a table")
+        unknown = set(table) - {"folder", "pattern", "root_only", "chunking"}
+        if unknown:
+            raise ConfigError(f"unknown keys in {where}: {', '.join(sorted(unknown))}")
+        config = CollectionConfig(
+            name=name,
+            folder=str(table.get("folder", "")).strip("/"),
+            pattern=str(table.get("pattern", "")),
+            root_only=table.get("root_only", False),
+            chunking=str(table.get("chunking", "paragraph")),
+        )
+        try:
+            re.compile(config.pattern)
+        except re.error as exc:
+            raise ConfigError(f"{where}: pattern is not a valid regular expression: {exc}") from exc
+        if not isinstance(config.root_only, bool) or config.chunking not in CHUNKING_MODES:
+            raise ConfigError(f"{where}: root_only must be true or false, chunking one of {CHUNKING_MODES}")
+        if ".." in config.folder.split("/"):
+            raise ConfigError(f"{where}: folder must stay inside the space")
+        found.append(config)
+    return tuple(found)
+
+
+def _check_space(space: SpaceConfig) -> None:
+    if space.language not in LANGUAGES:
+        raise ConfigError(f"space {space.name}: language must be one of {LANGUAGES}")
+    if not space.path.is_dir():
+        raise ConfigError(f"space {space.name}: {space.path} is not a directory")
+
+
+def _check_indexes_apart(spaces: tuple[SpaceConfig, ...], index_dir: Path) -> None:
+    """A space's index is written to `index_dir/NAME`, not to `index_dir`:
+    that folder and every space's notes folder must be apart (neither inside
+    the other), or indexing writes manifest.json, lexical/ and writer.lock
+    among the notes (index_dir = spaces_root did), and a rebuild deletes
+    there."""
+    folders = [(space.name, (index_dir / space.name).resolve(), space.path.resolve()) for space in spaces]
+    for name, index, _ in folders:
+        for other, _, notes in folders:
+            if index == notes or notes in index.parents:
+                raise ConfigError(
+                    f"the index folder {index} of space {name} must not be inside (or be) the notes folder"
+                    f" {notes} of space {other}: set index_dir outside every notes folder"
+                )
+            if index in notes.parents:
+                raise ConfigError(
+                    f"the notes folder {notes} of space {other} must not be inside the index folder {index}"
+                    f" of space {name}: set index_dir elsewhere"
+                )
