@@ -28,8 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from notarium_search.fusion import rrf
-from notarium_search.service import CANDIDATES_PER_CHANNEL
+from notarium_search.fusion import CANDIDATES_PER_CHANNEL, rrf
 from notarium_search.settings import FusionConfig
 
 NDCG_DEPTH = 10

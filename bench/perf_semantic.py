@@ -74,12 +74,11 @@ from bench.perf_lexical import (
     server_status,
     summarize,
 )
-from notarium_search.fusion import merge, rrf
-from notarium_search.graph.links import GRAPH_SEEDS
+from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, merge, rrf
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.embedding import load_embedder
-from notarium_search.service import CANDIDATES_PER_CHANNEL, PHRASE_DEPTH, Service
+from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.types import FeedFilter
 
@@ -295,7 +294,7 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
         seeds = merge(results, GRAPH_SEEDS, fusion, fetch)
         titles = {hit.note.id: hit.note.title for hit in seeds}
         started = time.perf_counter()
-        results.append(space.graph.search([hit.note.id for hit in seeds], titles, FeedFilter(), depth))
+        results.append(space.graph.search([hit.note.id for hit in seeds], titles, FeedFilter(), depth, fusion.k))
         graph_ms.append(elapsed_ms(started))
         rankings = {r.channel: [h.note_id for h in r.hits] for r in results if r.hits}
         scores = {r.channel: [h.score for h in r.hits] for r in results if r.hits}

@@ -23,10 +23,21 @@ from dataclasses import dataclass
 from notarium_search.settings import FusionConfig
 from notarium_search.types import ChannelHit, ChannelResult, ChannelTrace, NoteSummary, SearchHit, Snippet
 
-RRF_K = 60
-# Share of a channel's contribution that does not depend on its scores
-# (docs/ranking.md: 0.2 was the best of 0.1-0.5 on both collections; 1 = plain RRF).
-SCORE_FLOOR = 0.2
+# Every ranking constant of a query lives here or in the settings' [fusion] and
+# [ranking] tables (k and the score floor are FusionConfig's, measured in
+# docs/ranking.md): the service and the channels take them from here.
+
+# Notes each channel contributes when several are fused: a note ranked 40th by
+# one channel and 3rd by another belongs in a top 10, and the score modulation
+# needs each channel's spread of scores (docs/ranking.md: 100 beat 50 on both
+# collections, +0.001 to +0.003 nDCG@10).
+CANDIDATES_PER_CHANNEL = 100
+# Lexical hits checked for the whole query phrase (lexical/phrase.py); a note holding
+# the phrase ranks high lexically anyway (ranking.phrase_boost).
+PHRASE_DEPTH = 20
+# Only the first page of the fused text ranking seeds the graph: neighbours of
+# deeper, weaker hits are mostly noise, and it bounds a query to ten reads.
+GRAPH_SEEDS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +56,7 @@ class Fused:
 
 def rrf(
     rankings: Mapping[str, Sequence[str]],
-    k: float = RRF_K,
+    k: float,
     weights: Mapping[str, float] | None = None,
     scores: Mapping[str, Sequence[float]] | None = None,
     score_floor: float = 1.0,

@@ -26,8 +26,7 @@ from notarium_search.errors import (
     NoteNotFound,
     UnknownSpace,
 )
-from notarium_search.fusion import merge
-from notarium_search.graph.links import GRAPH_SEEDS
+from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, merge
 from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
@@ -54,14 +53,6 @@ if TYPE_CHECKING:
     from notarium_search.types import Echo
 
 MAX_LIMIT = 100
-# Notes each channel contributes when several are fused: a note ranked 40th by
-# one channel and 3rd by another belongs in a top 10, and the score modulation
-# needs each channel's spread of scores (docs/ranking.md: 100 beat 50 on both
-# collections, +0.001 to +0.003 nDCG@10).
-CANDIDATES_PER_CHANNEL = 100
-# Lexical hits checked for the whole query phrase (lexical/phrase.py); a note holding
-# the phrase ranks high lexically anyway (ranking.phrase_boost).
-PHRASE_DEPTH = 20
 QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
 
 log = structlog.get_logger(__name__)
@@ -217,7 +208,7 @@ class Service:
             # The graph follows links from the best text hits, fused as the user would see them.
             seeds = merge(results, GRAPH_SEEDS, self.settings.fusion, fetch)
             titles = {hit.note.id: hit.note.title for hit in seeds}
-            results.append(graph.search([hit.note.id for hit in seeds], titles, filters, depth))
+            results.append(graph.search([hit.note.id for hit in seeds], titles, filters, depth, self.settings.fusion.k))
         self.memory.note_activity()
         return SearchResponse(
             query=text,

@@ -94,10 +94,14 @@ class GraphChannel:
             state, reason = ChannelState.READY, None
         return ChannelStatus(state, reason, links=links, dangling=dangling)
 
-    def search(self, seeds: Sequence[str], titles: Mapping[str, str], filters: FeedFilter, limit: int) -> ChannelResult:
-        """Notes linked with the best text hits (`seeds`, best first)."""
+    def search(
+        self, seeds: Sequence[str], titles: Mapping[str, str], filters: FeedFilter, limit: int, k: float
+    ) -> ChannelResult:
+        """Notes linked with the best text hits (`seeds`, best first, as many as
+        the caller wants to seed with); `k` is the fusion's RRF constant."""
         allowed = lexical.note_ids_matching(self.lexical, filters)
-        ranked = [h for h in rank_neighbours(self.graph, seeds) if allowed is None or h.note_id in allowed][:limit]
+        neighbours = rank_neighbours(self.graph, seeds, k, len(seeds))
+        ranked = [h for h in neighbours if allowed is None or h.note_id in allowed][:limit]
         notes = lexical.summaries_by_id(self.lexical, [h.note_id for h in ranked])
         hits = tuple(
             ChannelHit(notes[h.note_id], h.score, (), reason=explain(h, titles))

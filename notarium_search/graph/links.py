@@ -9,7 +9,7 @@ note named Beta arrives, and dangles again when it goes or is renamed.
 
 The channel scores a note by the text hits it is linked with:
 
-    score(note) = Σ_{seed r ≤ GRAPH_SEEDS adjacent to note}  1 / (GRAPH_K + r)
+    score(note) = Σ_{seed r ≤ fusion.GRAPH_SEEDS adjacent to note}  1 / (k + r)
 """
 
 from __future__ import annotations
@@ -21,14 +21,6 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from notarium_search.types import ParsedNote, WikiLink
-
-# Only the first page of the fused text ranking seeds the graph: neighbours of
-# deeper, weaker hits are mostly noise, and it bounds a query to ten reads.
-GRAPH_SEEDS = 10
-# The RRF constant (fusion.RRF_K): a neighbour of the rank-1 hit scores what a
-# channel's rank 1 scores, so the graph list fuses with the text channels
-# without calibration, and the top seed cannot drown the others.
-GRAPH_K = 60
 
 Direction = Literal["linked_from", "links_to"]
 
@@ -331,10 +323,12 @@ class GraphHit:
     via: tuple[Via, ...]  # by seed rank
 
 
-def rank_neighbours(
-    graph: LinkGraph, seeds: Sequence[str], k: int = GRAPH_K, max_seeds: int = GRAPH_SEEDS
-) -> list[GraphHit]:
+def rank_neighbours(graph: LinkGraph, seeds: Sequence[str], k: float, max_seeds: int) -> list[GraphHit]:
     """Seeds (note ids, best first) → the notes linked with them, best first.
+
+    `k` is the fusion's RRF constant ([fusion] k): a neighbour of the rank-1
+    seed scores what a channel's rank 1 scores, so the graph list fuses with the
+    text channels without calibration, and the top seed cannot drown the others.
 
     Each of the first `max_seeds` seeds at rank r adds 1 / (k + r) to every
     neighbour once, whichever the direction(s). A seed can be a hit: linked

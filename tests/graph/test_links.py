@@ -10,9 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from notarium_search.fusion import GRAPH_SEEDS
 from notarium_search.graph.links import (
-    GRAPH_K,
-    GRAPH_SEEDS,
     GraphHit,
     GraphStats,
     Link,
@@ -24,7 +23,15 @@ from notarium_search.graph.links import (
     rank_neighbours,
 )
 from notarium_search.lexical.schema import Payload
+from notarium_search.settings import FusionConfig
 from notarium_search.types import ParsedNote, WikiLink
+
+K = FusionConfig().k  # the fusion's RRF constant, which the graph channel scores with
+
+
+def neighbours(graph: LinkGraph, seeds: list[str], k: float = K, max_seeds: int = GRAPH_SEEDS) -> list[GraphHit]:
+    """rank_neighbours as the service calls it: the fusion's k, the first GRAPH_SEEDS seeds."""
+    return rank_neighbours(graph, seeds, k, max_seeds)
 
 
 def note(note_id: str, path: str, title: str = "", aliases: tuple[str, ...] = (), links: tuple[str, ...] = ()):
@@ -260,7 +267,7 @@ def test_self_links():
     assert graph.backlinks("a") == ("b",)
     assert graph.neighbours("a") == {"b"}
     assert graph.stats() == GraphStats(notes=2, links=4, resolved=4, dangling=0)
-    (hit,) = rank_neighbours(graph, ["a"])
+    (hit,) = neighbours(graph, ["a"])
     assert hit.note_id == "b"
 
 
@@ -363,8 +370,8 @@ def _chain() -> LinkGraph:
 
 
 def test_rank_neighbours_scores_and_vias():
-    hits = {hit.note_id: hit for hit in rank_neighbours(_chain(), ["s1", "s2"])}
-    r1, r2 = 1 / (GRAPH_K + 1), 1 / (GRAPH_K + 2)
+    hits = {hit.note_id: hit for hit in neighbours(_chain(), ["s1", "s2"])}
+    r1, r2 = 1 / (K + 1), 1 / (K + 2)
     assert set(hits) == {"n1", "shared", "mutual", "s2", "s1", "n2"}  # "far" is two steps away
     assert hits["shared"].score == pytest.approx(r1 + r2)  # accumulates over seeds
     assert hits["shared"].via == (Via("s1", 1, "linked_from"), Via("s2", 2, "linked_from"))
@@ -380,12 +387,12 @@ def test_rank_neighbours_scores_and_vias():
 
 
 def test_rank_neighbours_order():
-    hits = rank_neighbours(_chain(), ["s1", "s2"])
+    hits = neighbours(_chain(), ["s1", "s2"])
     assert [hit.note_id for hit in hits] == ["shared", "mutual", "n1", "s2", "n2", "s1"]
     # Same score: the better best seed, then the id.
     assert hits[1].score == hits[2].score == hits[3].score
     assert hits[4].score == hits[5].score
-    assert [hit.note_id for hit in rank_neighbours(_chain(), ["s2", "s1"])] == [
+    assert [hit.note_id for hit in neighbours(_chain(), ["s2", "s1"])] == [
         "shared",
         "n2",
         "s1",
@@ -393,7 +400,7 @@ def test_rank_neighbours_order():
         "n1",
         "s2",
     ]
-    for ranked in (hits, rank_neighbours(_chain(), ["s3", "s1"])):
+    for ranked in (hits, neighbours(_chain(), ["s3", "s1"])):
         assert ranked == sorted(ranked, key=lambda h: (-h.score, h.via[0].seed_rank, h.note_id))
 
 
@@ -407,13 +414,13 @@ def test_rank_neighbours_equal_scores_go_to_the_better_seed_before_the_id():
     )
     seeds = ["top", "second", *(f"pad{i}" for i in range(7)), "tenth"]
     # k = 2: 1/(2+1) == 1/(2+2) + 1/(2+10) exactly, in floats too.
-    hits = rank_neighbours(graph, seeds, k=2)
+    hits = neighbours(graph, seeds, k=2)
     assert [(hit.note_id, hit.score) for hit in hits] == [("zulu", 1 / 3), ("able", 1 / 3)]
     assert hits[1].via == (Via("second", 2, "linked_from"), Via("tenth", 10, "linked_from"))
 
 
 def test_rank_neighbours_weights_by_seed_rank():
-    hits = rank_neighbours(_chain(), ["s3", "zz", "s1"], k=0)
+    hits = neighbours(_chain(), ["s3", "zz", "s1"], k=0)
     assert hits[0] == GraphHit("n3", 1.0, (Via("s3", 1, "linked_from"),))
     # An unknown seed still takes its rank: s1 is third.
     assert {hit.score for hit in hits[1:]} == {1 / 3}
@@ -421,15 +428,15 @@ def test_rank_neighbours_weights_by_seed_rank():
 
 def test_rank_neighbours_honours_max_seeds_and_empty_input():
     graph = _chain()
-    assert rank_neighbours(graph, []) == []
-    assert rank_neighbours(graph, ["unknown"]) == []
-    assert rank_neighbours(graph, ["s1"], max_seeds=0) == []
-    assert {hit.note_id for hit in rank_neighbours(graph, ["s3", "s1"], max_seeds=1)} == {"n3"}
+    assert neighbours(graph, []) == []
+    assert neighbours(graph, ["unknown"]) == []
+    assert neighbours(graph, ["s1"], max_seeds=0) == []
+    assert {hit.note_id for hit in neighbours(graph, ["s3", "s1"], max_seeds=1)} == {"n3"}
     many = ["s3"] * 3 + [f"pad{i}" for i in range(GRAPH_SEEDS)] + ["s1"]
-    # Duplicate seeds count once, and s1 falls beyond the default GRAPH_SEEDS.
-    (only,) = rank_neighbours(graph, many)
+    # Duplicate seeds count once, and s1 falls beyond GRAPH_SEEDS.
+    (only,) = neighbours(graph, many)
     assert only.via == (Via("s3", 1, "linked_from"),)
-    assert only.score == pytest.approx(1 / (GRAPH_K + 1))
+    assert only.score == pytest.approx(1 / (K + 1))
 
 
 def test_explain():
@@ -583,7 +590,7 @@ def test_twenty_thousand_notes():
         assert rebuilt.backlinks(note_id) == graph.backlinks(note_id)
 
     seeds = rng.sample(sorted(notes), 20)
-    for hit in rank_neighbours(graph, seeds):
+    for hit in neighbours(graph, seeds):
         for via in hit.via:
             assert via.seed_rank <= GRAPH_SEEDS
             assert seeds[via.seed_rank - 1] == via.seed_id
