@@ -17,7 +17,7 @@ from litestar.exceptions import HTTPException, NotFoundException, ValidationExce
 from litestar.openapi import OpenAPIConfig
 from litestar.params import Parameter, PathParameter
 
-from notarium_search import __version__
+from notarium_search import __version__, params
 from notarium_search.api import errors
 from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
 from notarium_search.api.errors import UniformErrors
@@ -43,26 +43,27 @@ from notarium_search.bodies import (
 from notarium_search.errors import InvalidParameter, NotariumError
 from notarium_search.index.status import BUILDING_MESSAGE
 from notarium_search.mcp.route import McpRoute
-from notarium_search.notes.parse import date_parameter
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
 from notarium_search.types import FeedFilter, SpaceStatus
 
 log = structlog.get_logger(__name__)
 
-MAX_QUERY_CHARS = 1000  # longer input is a paste, not a query
-MAX_FILTER_CHARS = 500
 
 SpaceName = Annotated[str, PathParameter(description="Space name (GET /spaces lists them)")]
-Query = Annotated[str, Parameter(description="Query text; any input is accepted", max_length=MAX_QUERY_CHARS)]
+Query = Annotated[str, Parameter(description="Query text; any input is accepted", max_length=params.MAX_QUERY_CHARS)]
 Limit = Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description=f"Results to return (1-{MAX_LIMIT})")]
-Folder = Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS, description="Folder, sub-folders included")]
+Folder = Annotated[
+    str | None, Parameter(max_length=params.MAX_FILTER_CHARS, description="Folder, sub-folders included")
+]
 Tags = Annotated[list[str] | None, Parameter(description="Tag (repeatable, all must match; nested tags included)")]
 Date = Annotated[str | None, Parameter(max_length=64, description="ISO date or datetime (naive = UTC)")]
 Collections = Annotated[
     list[str] | None, Parameter(description="Collection of the space (repeatable: any of them); see /status")
 ]
-Cursor = Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS, description="next_cursor of the previous page")]
+Cursor = Annotated[
+    str | None, Parameter(max_length=params.MAX_FILTER_CHARS, description="next_cursor of the previous page")
+]
 
 
 @get("/healthz", sync_to_thread=False, opt={PUBLIC: True})
@@ -106,7 +107,7 @@ def search(
     explain: Annotated[bool, Parameter(description="Include each channel's rank, score and contribution")] = False,
 ) -> SearchBody:
     """Spotlight search: ranked notes with highlighted snippets."""
-    filters = FeedFilter(folder=folder, tags=_tags(tag), collections=_names(collection))
+    filters = FeedFilter(folder=folder, tags=params.tags(tag), collections=params.names("collection", collection))
     return search_body(state.service.search(space, q, filters, limit), explain)
 
 
@@ -126,10 +127,10 @@ def feed(
     """Notes where the words really occur, filtered, newest first, paginated."""
     filters = FeedFilter(
         folder=folder,
-        tags=_tags(tag),
-        since=date_parameter("since", since),
-        until=date_parameter("until", until, end_of_day=True),
-        collections=_names(collection),
+        tags=params.tags(tag),
+        since=params.date("since", since),
+        until=params.date("until", until, end_of_day=True),
+        collections=params.names("collection", collection),
     )
     page = state.service.feed(space, q, filters, limit, cursor)
     return FeedBody([note_out(n) for n in page.items], page.next_cursor, page.partial)
@@ -151,7 +152,9 @@ def note_route(
     whole = note_path.strip("/")
     note_id, _, action = whole.rpartition("/")
     if action == "related" and note_id and not service.has_note(space, whole):
-        echoes = service.related(space, note_id, limit, min_days_apart, FeedFilter(collections=_names(collection)))
+        echoes = service.related(
+            space, note_id, limit, min_days_apart, FeedFilter(collections=params.names("collection", collection))
+        )
         return RelatedBody(note_id, [related_note(e) for e in echoes])
     if not whole:
         raise NotFoundException(f"unknown note route: expected /spaces/{space}/notes/{{id}}")
@@ -165,9 +168,9 @@ def notes(
     tags: Tags = None,
     tag: Tags = None,
     tags_mode: Annotated[str, Parameter(pattern="^(any|all)$", description="any or all of the tags")] = "all",
-    field: Annotated[str | None, Parameter(max_length=MAX_FILTER_CHARS, description="Frontmatter field")] = None,
+    field: Annotated[str | None, Parameter(max_length=params.MAX_FILTER_CHARS, description="Frontmatter field")] = None,
     value: Annotated[
-        str | None, Parameter(max_length=MAX_FILTER_CHARS, description="Value of `field` (case-insensitive)")
+        str | None, Parameter(max_length=params.MAX_FILTER_CHARS, description="Value of `field` (case-insensitive)")
     ] = None,
     updated_since: Date = None,
     created_since: Date = None,
@@ -183,13 +186,13 @@ def notes(
         raise InvalidParameter("value: give the frontmatter field it belongs to (field=...)")
     filters = FeedFilter(
         folder=folder,
-        tags=_tags([*(tags or []), *(tag or [])]),
+        tags=params.tags([*(tags or []), *(tag or [])]),
         tags_any=tags_mode == "any",
-        since=date_parameter("updated_since", updated_since),
-        created_since=date_parameter("created_since", created_since),
+        since=params.date("updated_since", updated_since),
+        created_since=params.date("created_since", created_since),
         fields=((field.strip(), value),) if field and field.strip() else (),
         activated=activated,
-        collections=_names(collection),
+        collections=params.names("collection", collection),
     )
     page = state.service.notes(space, filters, limit, cursor)
     return NotesBody([note_record_out(r) for r in page.items], page.next_cursor, page.partial)
@@ -204,8 +207,10 @@ def activations(
     limit: Limit = 50,
 ) -> ActivationsBody:
     """Notes used (activated) since a date, newest use first, with where they were used."""
-    since_date = date_parameter("since", since)
-    found = state.service.activations(space, FeedFilter(collections=_names(collection)), since_date, limit)
+    since_date = params.date("since", since)
+    found = state.service.activations(
+        space, FeedFilter(collections=params.names("collection", collection)), since_date, limit
+    )
     return ActivationsBody(since_date, [note_record_out(r) for r in found])
 
 
@@ -226,17 +231,6 @@ def reindex(
     service: Service = state.service
     service.reindex(space, full)
     return ReindexBody(space, full, f"/spaces/{space}/status")
-
-
-def _names(values: list[str] | None) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(v.strip() for v in values or [] if v.strip()))
-
-
-def _tags(tags: list[str] | None) -> tuple[str, ...]:
-    cleaned = tuple(t for t in (tags or []) if t.strip().lstrip("#"))
-    if any(len(t) > MAX_FILTER_CHARS for t in cleaned):
-        raise InvalidParameter(f"tag: at most {MAX_FILTER_CHARS} characters")
-    return cleaned
 
 
 def create_app(settings: Settings, service: Service | None = None, start_indexing: bool = True) -> Litestar:

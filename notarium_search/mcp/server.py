@@ -32,13 +32,12 @@ from pydantic_core import ErrorDetails
 from notarium_search import __version__
 from notarium_search.errors import NotariumError
 from notarium_search.mcp.tools import (
-    MAX_DAYS,
-    MAX_QUERY_CHARS,
     NOTE_TEXT_CHARS,
     NotesTools,
     ToolFailure,
     ToolOutput,
 )
+from notarium_search.params import MAX_DAYS, MAX_QUERY_CHARS
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from notarium_search import params
 from notarium_search.bodies import (
     ActivationsBody,
     NotesBody,
@@ -28,18 +29,14 @@ from notarium_search.mcp.text import (
     related_text,
     search_text,
 )
-from notarium_search.notes.parse import date_parameter
 from notarium_search.service import Service
 from notarium_search.types import FeedFilter
 
 # The HTTP API's bounds (api/app.py), so that both doors accept the same input.
-MAX_QUERY_CHARS = 1000  # longer input is a paste, not a query
-MAX_FILTER_CHARS = 500
 # get_note returns at most this many characters of a note's text per call
 # (about 5,000 tokens): a long note or a book chapter is read in slices
 # (`offset`) instead of filling the assistant's context at once.
 NOTE_TEXT_CHARS = 20_000
-MAX_DAYS = 36_500  # day counts (activation window, gap between notes): past a century means "all"
 
 
 class ToolFailure(Exception):
@@ -88,7 +85,11 @@ class NotesTools:
         if not query.strip():
             raise ToolFailure("query is empty: give words to search for (query_frontmatter lists notes without one)")
         name = self.space_name(space)
-        filters = FeedFilter(folder=_text(folder), tags=_tags(tags), collections=_names(collections))
+        filters = FeedFilter(
+            folder=params.text("folder", folder),
+            tags=params.tags(tags),
+            collections=params.names("collection", collections),
+        )
         response = self.service.search(name, query, filters, limit)
         lexical_only = self._lexical_only(response.channels_used, response.degraded)
         data = {"space": name, "lexical_only": lexical_only, **_json(search_body(response))}
@@ -136,18 +137,18 @@ class NotesTools:
         cursor: str | None,
     ) -> ToolOutput:
         name = self.space_name(space)
-        field = _text(field)
+        field = params.text("field", field)
         if value is not None and field is None:
             raise ToolFailure("value needs the frontmatter field it belongs to: give `field` too")
         filters = FeedFilter(
-            tags=_tags(tags),
+            tags=params.tags(tags),
             tags_any=tags_mode == "any",
-            since=date_parameter("updated_since", updated_since),
+            since=params.date("updated_since", updated_since),
             fields=((field, value),) if field else (),
             activated=activated,
-            collections=_names([collection] if collection else None),
+            collections=params.names("collection", [collection] if collection else None),
         )
-        page = self.service.notes(name, filters, limit, _text(cursor))
+        page = self.service.notes(name, filters, limit, params.text("cursor", cursor))
         body = NotesBody([note_record_out(r) for r in page.items], page.next_cursor, page.partial)
         criteria = _criteria(filters, tags_mode)
         return ToolOutput(frontmatter_text(name, page, criteria), {"space": name, **_json(body)})
@@ -176,21 +177,6 @@ class NotesTools:
 def _json(value: Any) -> Any:
     """API bodies (dataclasses, datetimes) as JSON values."""
     return msgspec.to_builtins(value)
-
-
-def _text(value: str | None) -> str | None:
-    cleaned = (value or "").strip()
-    if len(cleaned) > MAX_FILTER_CHARS:
-        raise ToolFailure(f"a filter is at most {MAX_FILTER_CHARS} characters")
-    return cleaned or None
-
-
-def _tags(tags: list[str] | None) -> tuple[str, ...]:
-    return tuple(t for t in (_text(tag) for tag in tags or []) if t and t.lstrip("#"))
-
-
-def _names(values: list[str] | None) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t for t in (_text(v) for v in values or []) if t))
 
 
 def _criteria(filters: FeedFilter, tags_mode: str) -> str:

@@ -23,7 +23,6 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 from yaml.constructor import SafeConstructor
 
-from notarium_search.errors import InvalidParameter
 from notarium_search.notes import markdown
 from notarium_search.types import ParsedNote
 
@@ -40,7 +39,6 @@ _DATE_FORMATS = (
 _COMPACT_FORMATS = {8: "%Y%m%d", 12: "%Y%m%d%H%M", 14: "%Y%m%d%H%M%S"}
 # The date-only shapes `to_datetime` reads (ISO, YAML's one-digit month or day,
 # slashes either way, compact): eight digits are never epoch seconds (< 1e8).
-_BARE_DATE_RE = re.compile(r"^(?:\d{4}-\d{1,2}-\d{1,2}|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{4}|\d{8})$", re.ASCII)
 MAX_TITLE_CHARS = 1000
 MAX_INT_BITS = 256  # bigger frontmatter ints are noise (and str() refuses past ~4,300 digits)
 MAX_EPOCH_MS = 1e13  # beyond year 2286 in milliseconds: not a timestamp
@@ -279,24 +277,6 @@ def _frontmatter_date(meta: dict[str, Any], keys: tuple[str, ...], unreadable: s
 def _preview(value: Any) -> str:
     text = _scalar_text(value) or type(value).__name__
     return repr(text[:80])
-
-
-def date_parameter(name: str, value: str | None, *, end_of_day: bool = False) -> datetime | None:
-    """A date a client sent (API query parameter, MCP tool argument); blank is none.
-
-    With `end_of_day`, a bare date (no time: `2024-05-01`, `20240501`) is the
-    last microsecond of that day in UTC, so that an upper bound such as
-    `until=2024-05-01` includes the whole day; a value with a time is kept."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    parsed = to_datetime(text)
-    if parsed is None:
-        expected = "expected e.g. 2024-05-01 or 2024-05-01T10:00:00+02:00"
-        raise InvalidParameter(f"{name}: not a date {value[:64]!r} ({expected})")
-    if end_of_day and _BARE_DATE_RE.match(text):
-        return parsed.replace(hour=23, minute=59, second=59, microsecond=999999)
-    return parsed
 
 
 def to_datetime(value: Any) -> datetime | None:

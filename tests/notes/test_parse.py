@@ -14,12 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from notarium_search.errors import InvalidParameter
 from notarium_search.notes.parse import (
     BINARY_SNIFF_BYTES,
     MAX_ID_LENGTH,
     NotANote,
-    date_parameter,
     decode_note,
     parse_note,
     to_datetime,
@@ -742,42 +740,6 @@ class TestToDatetime:
         assert result == datetime(2024, 1, 5, tzinfo=UTC)
         assert result is not None
         assert result.tzinfo is not None
-
-
-class TestDateParameter:
-    @pytest.mark.parametrize("value", [None, "", "   "])
-    def test_blank_is_none(self, value):
-        assert date_parameter("until", value) is None
-        assert date_parameter("until", value, end_of_day=True) is None
-
-    def test_unreadable_names_the_parameter(self):
-        with pytest.raises(InvalidParameter, match="since: not a date 'hier'"):
-            date_parameter("since", "hier")
-
-    @pytest.mark.parametrize(
-        "value", ["2024-05-01", " 2024-05-01 ", "20240501", "2024/05/01", "01/05/2024", "2024-5-1"]
-    )
-    def test_bare_date(self, value):
-        assert date_parameter("since", value) == datetime(2024, 5, 1, tzinfo=UTC)
-        # `until=2024-05-01` includes that whole day.
-        assert date_parameter("until", value, end_of_day=True) == datetime(2024, 5, 1, 23, 59, 59, 999999, tzinfo=UTC)
-
-    @pytest.mark.parametrize(
-        ("value", "expected"),
-        [
-            ("2024-05-01T00:00:00Z", datetime(2024, 5, 1, tzinfo=UTC)),
-            ("2024-05-01T10:00:00+02:00", datetime(2024, 5, 1, 8, tzinfo=UTC)),
-            ("2024-05-01 10:00", datetime(2024, 5, 1, 10, tzinfo=UTC)),
-            ("202405011030", datetime(2024, 5, 1, 10, 30, tzinfo=UTC)),
-            ("1714521600", datetime(2024, 5, 1, tzinfo=UTC)),  # epoch seconds: an instant, not a day
-        ],
-    )
-    def test_a_time_is_kept_at_end_of_day(self, value, expected):
-        assert date_parameter("until", value, end_of_day=True) == expected
-
-    def test_last_day_of_the_calendar(self):
-        result = date_parameter("until", "9999-12-31", end_of_day=True)
-        assert result == datetime.max.replace(tzinfo=UTC)
 
 
 # --------------------------------------------------------------------------- properties
