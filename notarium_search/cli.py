@@ -138,10 +138,9 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from notarium_search.index.space import Space
-    from notarium_search.index.status import rate_and_eta
     from notarium_search.lexical.store import IndexLocked
     from notarium_search.notes.scan import SpaceUnavailable
-    from notarium_search.types import IndexProgress
+    from notarium_search.types import BuildStep
 
     configure_logging("warning", sys.stderr)
     log_ignored_folders(settings)
@@ -164,18 +163,21 @@ def _index(settings: Settings, args: argparse.Namespace) -> int:
         TextColumn("{task.fields[rate]} {task.fields[unit]}/s"),
         TimeRemainingColumn(),
     )
+    embedder = _embedder(space, settings)
     with Progress(*columns, transient=False) as bar:
-        task = bar.add_task(f"indexing {config.name}", total=None, rate="-", unit="notes")
+        tasks: dict[str, Any] = {}
+        started: dict[str, float] = {}
 
-        def show(progress: IndexProgress) -> None:
-            rate, _ = rate_and_eta(progress)
-            bar.update(task, total=progress.total, completed=progress.done, rate=f"{rate:,.0f}" if rate else "-")
+        def show(step: BuildStep) -> None:
+            label = "indexing" if step.stage == "notes" else "embedding"
+            if step.stage not in tasks:
+                tasks[step.stage] = bar.add_task(f"{label} {config.name}", total=None, rate="-", unit=step.stage)
+                started[step.stage] = time.monotonic()
+            rate = step.done / max(time.monotonic() - started[step.stage], 1e-6) if step.done else 0.0
+            bar.update(tasks[step.stage], total=step.total, completed=step.done, rate=f"{rate:,.0f}" if rate else "-")
 
         try:
-            progress = space.run_reconcile(show)
-            show(progress)
-            if space.semantic is not None and not stop.is_set():
-                _embed(space, bar, settings)
+            progress = space.build(show, embedder)
         except (IndexLocked, SpaceUnavailable) as exc:
             print(f"notarium-search: {exc}", file=sys.stderr)
             return 1
@@ -211,29 +213,18 @@ def _index_folders_writable(settings: Settings, spaces: Iterable[SpaceConfig]) -
     return True
 
 
-def _embed(space: Any, bar: Any, settings: Settings) -> None:
-    """Embed the space's pending fragments with a progress bar; Ctrl+C stops
-    after the current slice and keeps what was embedded (a checkpoint)."""
+def _embedder(space: Any, settings: Settings) -> Any:
+    """The configured model for a space with VECTOR_SEARCH, or None (the
+    space's status then says why the semantic channel is unavailable)."""
     from notarium_search.service import load_configured_embedder
 
+    if space.semantic is None:
+        return None
     try:
-        embedder = load_configured_embedder(settings)
-    except Exception as exc:  # noqa: BLE001 - shown to the user; lexical indexing already succeeded
+        return load_configured_embedder(settings)
+    except Exception as exc:  # noqa: BLE001 - shown to the user; lexical indexing goes on
         space.semantic_unavailable(str(exc))
-        return
-    semantic = space.semantic
-    semantic.attach(embedder)
-    index = semantic.index
-    total = index.progress.pending
-    task = bar.add_task(f"embedding {space.name}", total=total, rate="-", unit="fragments")
-    started = time.monotonic()
-    while semantic.has_work and not space.stop_event.is_set():
-        semantic.work_slice()
-        done = total - index.progress.pending
-        rate = done / max(time.monotonic() - started, 1e-6)
-        bar.update(task, completed=done, rate=f"{rate:,.1f}")
-    if semantic.has_work:
-        index.checkpoint()
+        return None
 
 
 def _search(settings: Settings, args: argparse.Namespace) -> int:

@@ -243,6 +243,16 @@ class ChannelState(StrEnum):
     READY = "ready"
 
 
+@dataclass(frozen=True, slots=True)
+class BuildStep:
+    """How far `Space.build` has come in one of its stages: "notes" (the
+    lexical pass) or "fragments" (embedding). `total` is None until known."""
+
+    stage: str
+    done: int
+    total: int | None
+
+
 @dataclass(slots=True)
 class IndexProgress:
     """Mutable progress counters of one indexing run (owned by the writer)."""

@@ -187,10 +187,6 @@ class HashEmbedder:
 def build_semantic(service: Service, embedder: object) -> None:
     """Index every space of a service lexically and semantically, synchronously."""
     for space in service.spaces.values():
-        if not space.ready:
-            space.run_reconcile()
         assert space.semantic is not None
-        space.semantic.attach(embedder)  # type: ignore[arg-type]
-        while space.semantic.has_work:
-            space.semantic.work_slice()
+        space.build(embedder=embedder)  # type: ignore[arg-type]
     service.embedder = embedder  # type: ignore[assignment]

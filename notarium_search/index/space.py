@@ -29,6 +29,7 @@ from notarium_search.notes.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault
 from notarium_search.types import (
+    BuildStep,
     ChannelState,
     ChannelStatus,
     FeedFilter,
@@ -357,6 +358,32 @@ class Space:
         self.graph.after_lexical(progress.changed_ids, progress.deleted_ids)
         if progress.state == IndexState.READY:
             self._ready.set()
+        return progress
+
+    def build(
+        self, on_progress: Callable[[BuildStep], None] | None = None, embedder: Embedder | None = None
+    ) -> IndexProgress:
+        """Index the space now on the calling thread (the CLI, tests), never
+        beside a running writer thread: the lexical pass, then, given an
+        embedder and with VECTOR_SEARCH on, every pending fragment. `stop_event`
+        stops it after the current note or slice; what was embedded is kept (a
+        checkpoint), and the next run goes on from there."""
+        report = on_progress or (lambda step: None)
+        progress = self.run_reconcile(lambda counts: report(BuildStep("notes", counts.done, counts.total)))
+        report(BuildStep("notes", progress.done, progress.total))
+        semantic = self.semantic
+        if semantic is None or embedder is None or self.stop_event.is_set():
+            return progress
+        semantic.attach(embedder)
+        index = semantic.index
+        assert index is not None  # attach opened it
+        total = index.progress.pending
+        report(BuildStep("fragments", 0, total))
+        while semantic.has_work and not self.stop_event.is_set():
+            semantic.work_slice()
+            report(BuildStep("fragments", total - index.progress.pending, total))
+        if semantic.has_work:
+            index.checkpoint()
         return progress
 
     def _folder_unavailable(self, exc: SpaceUnavailable) -> None:
