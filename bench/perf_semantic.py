@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from importlib import metadata
@@ -74,7 +74,16 @@ from bench.perf_lexical import (
     server_status,
     summarize,
 )
-from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, merge, rrf
+from notarium_search.fusion import (
+    CANDIDATES_PER_CHANNEL,
+    FETCH_SLACK,
+    GRAPH_SEEDS,
+    PHRASE_DEPTH,
+    carried,
+    hits,
+    ranking,
+    rrf,
+)
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.embedding import load_embedder
@@ -274,8 +283,13 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
     depth, fusion = CANDIDATES_PER_CHANNEL, service.settings.fusion
     space.graph.ensure_built()  # GRAPH_BOOST is off in this service: read the links now
 
-    def fetch(note_ids: Sequence[str]) -> dict[str, Any]:
-        return lexical.summaries_by_id(space.lexical, note_ids)
+    def merge(results: list[Any], count: int) -> tuple[Any, ...]:
+        """As Service.search does: rank, fetch the kept notes known by id only, build the hits."""
+        ranked = ranking(results, fusion)[: count + FETCH_SLACK]
+        notes, missing = carried(results, ranked)
+        if missing:
+            notes.update(lexical.summaries_by_id(space.lexical, missing))
+        return hits(results, ranked, notes, count)
 
     rrf_ms, merge_ms, graph_ms = [], [], []
     for query, vector in zip(queries, vectors, strict=True):
@@ -291,7 +305,7 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
             ),
             channel.search(vector, query.text, FeedFilter(), depth, snippet_depth=0),
         ]
-        seeds = merge(results, GRAPH_SEEDS, fusion, fetch)
+        seeds = merge(results, GRAPH_SEEDS)
         titles = {hit.note.id: hit.note.title for hit in seeds}
         started = time.perf_counter()
         results.append(space.graph.search([hit.note.id for hit in seeds], titles, FeedFilter(), depth, fusion.k))
@@ -302,7 +316,7 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
         rrf(rankings, fusion.k, fusion.weights(), scores, fusion.score_floor)
         rrf_ms.append(elapsed_ms(started))
         started = time.perf_counter()
-        merge(results, SEARCH_LIMIT, fusion, fetch)
+        merge(results, SEARCH_LIMIT)
         merge_ms.append(elapsed_ms(started))
     # The same service, spaces and model with GRAPH_BOOST on, then back off.
     settings = service.settings

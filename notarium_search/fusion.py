@@ -17,7 +17,7 @@ fused score.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from notarium_search.settings import FusionConfig
@@ -92,6 +92,9 @@ def _modulations(own: Sequence[float] | None, count: int, floor: float) -> list[
 
 
 # Merging: the channels' results → one ranked list of hits (fusion by note id).
+# Pure, in two steps: `ranking` orders the note ids, then the caller fetches
+# the notes it keeps (`wanted` says which ids no hit carries), and `hits` builds
+# the answer from them. No callback into an index.
 
 PHRASE = "phrase"  # the exact-phrase list: lexical hits flagged `exact`
 SNIPPETS_PER_HIT = 3
@@ -99,33 +102,50 @@ SNIPPETS_PER_HIT = 3
 # since a channel listed them.
 FETCH_SLACK = 5
 
-FetchNotes = Callable[[Sequence[str]], Mapping[str, NoteSummary]]
 
-
-def merge(
-    results: Sequence[ChannelResult], limit: int, config: FusionConfig, fetch: FetchNotes | None = None
-) -> tuple[SearchHit, ...]:
+def ranking(results: Sequence[ChannelResult], config: FusionConfig) -> list[Fused]:
     """One channel: its own order and scores. Several: Reciprocal Rank Fusion
     over the channels and the exact-phrase list, with each note's trace (rank,
-    own score and contribution per channel; contributions sum to the score)
-    and the snippets of the channels that found it, lexical ones first.
-    `fetch` supplies the notes that channels knew by id only; a note it cannot
-    find (deleted meanwhile) is left out."""
+    contribution per channel; contributions sum to the score)."""
     answering = [r for r in results if r.hits]
-    found: dict[str, dict[str, ChannelHit]] = {}
-    for result in answering:
-        for hit in result.hits:
-            found.setdefault(hit.note_id, {}).setdefault(result.channel, hit)
     if len(answering) == 1:
-        notes = _notes(found, [h.note_id for h in answering[0].hits[: limit + FETCH_SLACK]], fetch)
-        return _alone(answering[0], limit, notes)
+        (alone,) = answering
+        return [
+            Fused(hit.note_id, hit.score, {alone.channel: Contribution(rank, hit.score)})
+            for rank, hit in enumerate(alone.hits, start=1)
+        ]
     rankings = {r.channel: [h.note_id for h in r.hits] for r in answering}
     scores = {r.channel: [h.score for h in r.hits] for r in answering}
     exact = [h.note_id for r in answering for h in r.hits if h.exact]
     if exact:
         rankings[PHRASE] = exact  # no scores: every exact match is as exact as the others
-    fused = rrf(rankings, config.k, config.weights(), scores, config.score_floor)[: limit + FETCH_SLACK]
-    notes = _notes(found, [entry.note_id for entry in fused], fetch)
+    return rrf(rankings, config.k, config.weights(), scores, config.score_floor)
+
+
+def carried(results: Sequence[ChannelResult], fused: Sequence[Fused]) -> tuple[dict[str, NoteSummary], list[str]]:
+    """The notes of these fused ids that the channels' hits carry, and the ids
+    of those no hit carries (the graph channel knows notes by id only): the
+    caller fetches those, and leaves out what it cannot find (deleted meanwhile)."""
+    found = _by_note(results)
+    notes: dict[str, NoteSummary] = {}
+    missing = []
+    for entry in fused:
+        known = next((h.note for h in found[entry.note_id].values() if h.note is not None), None)
+        if known is not None:
+            notes[entry.note_id] = known
+        else:
+            missing.append(entry.note_id)
+    return notes, missing
+
+
+def hits(
+    results: Sequence[ChannelResult], fused: Sequence[Fused], notes: Mapping[str, NoteSummary], limit: int
+) -> tuple[SearchHit, ...]:
+    """The first `limit` fused notes found in `notes`, each with its trace,
+    its rank per channel, and the snippets of the channels that found it,
+    lexical ones first (a single channel keeps its own snippets whole)."""
+    found = _by_note(results)
+    single = len([r for r in results if r.hits]) == 1
     merged: list[SearchHit] = []
     for entry in (e for e in fused if e.note_id in notes):
         if len(merged) == limit:
@@ -135,11 +155,12 @@ def merge(
             channel: ChannelTrace(c.rank, _own_score(by_channel, channel), c.score)
             for channel, c in entry.trace.items()
         }
+        (first,) = by_channel.values() if single else (None,)
         merged.append(
             SearchHit(
                 note=notes[entry.note_id],
                 score=entry.score,
-                snippets=_snippets(by_channel.values()),
+                snippets=first.all_snippets() if first is not None else _snippets(by_channel.values()),
                 channels={channel: c.rank for channel, c in entry.trace.items() if channel != PHRASE},
                 trace=trace,
                 reason=next((h.reason for h in by_channel.values() if h.reason), None),
@@ -148,36 +169,12 @@ def merge(
     return tuple(merged)
 
 
-def _alone(result: ChannelResult, limit: int, notes: Mapping[str, NoteSummary]) -> tuple[SearchHit, ...]:
-    kept = [(rank, hit) for rank, hit in enumerate(result.hits, start=1) if hit.note_id in notes][:limit]
-    return tuple(
-        SearchHit(
-            note=notes[hit.note_id],
-            score=hit.score,
-            snippets=hit.all_snippets(),
-            channels={result.channel: rank},
-            trace={result.channel: ChannelTrace(rank, hit.score, hit.score)},
-            reason=hit.reason,
-        )
-        for rank, hit in kept
-    )
-
-
-def _notes(
-    found: Mapping[str, Mapping[str, ChannelHit]], note_ids: Sequence[str], fetch: FetchNotes | None
-) -> dict[str, NoteSummary]:
-    """The notes of these ids: from the hits that carry them, else fetched."""
-    notes: dict[str, NoteSummary] = {}
-    missing = []
-    for note_id in note_ids:
-        known = next((h.note for h in found[note_id].values() if h.note is not None), None)
-        if known is not None:
-            notes[note_id] = known
-        else:
-            missing.append(note_id)
-    if missing and fetch is not None:
-        notes.update(fetch(missing))
-    return notes
+def _by_note(results: Sequence[ChannelResult]) -> dict[str, dict[str, ChannelHit]]:
+    found: dict[str, dict[str, ChannelHit]] = {}
+    for result in results:
+        for hit in result.hits:
+            found.setdefault(hit.note_id, {}).setdefault(result.channel, hit)
+    return found
 
 
 def _own_score(by_channel: dict[str, ChannelHit], channel: str) -> float:

@@ -7,7 +7,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
@@ -26,7 +26,16 @@ from notarium_search.errors import (
     NoteNotFound,
     UnknownSpace,
 )
-from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, merge
+from notarium_search.fusion import (
+    CANDIDATES_PER_CHANNEL,
+    FETCH_SLACK,
+    GRAPH_SEEDS,
+    PHRASE_DEPTH,
+    Fused,
+    carried,
+    hits,
+    ranking,
+)
 from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
@@ -37,6 +46,7 @@ from notarium_search.notes.scan import open_note
 from notarium_search.settings import Settings, valid_space_name
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 from notarium_search.types import (
+    ChannelResult,
     FeedFilter,
     FeedPage,
     NoteDetail,
@@ -187,8 +197,14 @@ class Service:
         vector = self._query_vector(space, text, started, degraded)
         fused = vector is not None or graph is not None
 
-        def fetch(note_ids: Sequence[str]) -> dict[str, NoteSummary]:
-            return lexical.summaries_by_id(space.lexical, note_ids)
+        def kept(results: list[ChannelResult], count: int) -> tuple[list[Fused], dict[str, NoteSummary]]:
+            """The fused ranking's first `count` (and FETCH_SLACK more, standing in
+            for notes deleted since a channel listed them), with their notes."""
+            ranked = ranking(results, self.settings.fusion)[: count + FETCH_SLACK]
+            notes, missing = carried(results, ranked)
+            if missing:
+                notes.update(lexical.summaries_by_id(space.lexical, missing))
+            return ranked, notes
 
         depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit
         results = [
@@ -206,13 +222,15 @@ class Service:
             results.append(space.semantic.search(vector, text, filters, depth, snippet_depth=0))
         if graph is not None:
             # The graph follows links from the best text hits, fused as the user would see them.
-            seeds = merge(results, GRAPH_SEEDS, self.settings.fusion, fetch)
-            titles = {hit.note.id: hit.note.title for hit in seeds}
-            results.append(graph.search([hit.note.id for hit in seeds], titles, filters, depth, self.settings.fusion.k))
+            # Only ids and titles: the answer's hits (snippets…) are built once, below.
+            ranked, notes = kept(results, GRAPH_SEEDS)
+            seeds = [entry.note_id for entry in ranked if entry.note_id in notes][:GRAPH_SEEDS]
+            titles = {note_id: notes[note_id].title for note_id in seeds}
+            results.append(graph.search(seeds, titles, filters, depth, self.settings.fusion.k))
         self.memory.note_activity()
         return SearchResponse(
             query=text,
-            results=tuple(h for h in merge(results, limit, self.settings.fusion, fetch) if space.on_disk(h.note)),
+            results=tuple(h for h in hits(results, *kept(results, limit), limit) if space.on_disk(h.note)),
             channels_used=tuple(r.channel for r in results) if text.strip() else (),
             degraded=degraded,
             unmatched_terms=results[0].unmatched_terms,

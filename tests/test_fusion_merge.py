@@ -1,4 +1,4 @@
-"""Fusion of channel results into hits (hybrid.merge) and the exact-phrase test."""
+"""Fusion of channel results into hits (fusion.ranking, carried, hits) and the exact-phrase test."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from notarium_search.fusion import PHRASE, merge
+from notarium_search import fusion
+from notarium_search.fusion import PHRASE
 from notarium_search.lexical.phrase import MAX_PHRASE_WORDS, phrase_test
 from notarium_search.settings import FusionConfig
-from notarium_search.types import ChannelHit, ChannelResult, NoteSummary, Snippet
+from notarium_search.types import ChannelHit, ChannelResult, NoteSummary, SearchHit, Snippet
 
 WHEN = datetime(2024, 1, 1, tzinfo=UTC)
 DEFAULT = FusionConfig()
@@ -23,6 +24,32 @@ def hit(note_id: str, score: float = 1.0, snippet: str | None = None, exact: boo
 
 def result(channel: str, *hits: ChannelHit) -> ChannelResult:
     return ChannelResult(channel, hits)
+
+
+def merge(results: list[ChannelResult], limit: int, config: FusionConfig) -> tuple[SearchHit, ...]:
+    """What the service answers when the hits carry every note."""
+    ranked = fusion.ranking(results, config)
+    notes, missing = fusion.carried(results, ranked)
+    assert missing == []
+    return fusion.hits(results, ranked, notes, limit)
+
+
+def test_notes_known_by_id_only_are_fetched_by_the_caller_and_left_out_when_gone():
+    """The graph channel knows its notes by id: `carried` names them, the
+    caller fetches them (no callback into an index), and a note it cannot
+    find (deleted meanwhile) is left out while the others keep their order."""
+    lexical = result("lexical", hit("a", 5.0), hit("b", 4.0))
+    graph = ChannelResult(
+        "graph", (ChannelHit(None, 0.02, (), note_id="c"), ChannelHit(None, 0.01, (), note_id="gone"))
+    )
+    ranked = fusion.ranking([lexical, graph], DEFAULT)
+    notes, missing = fusion.carried([lexical, graph], ranked)
+    assert sorted(notes) == ["a", "b"]
+    assert sorted(missing) == ["c", "gone"]
+    notes["c"] = NoteSummary("c", "c.md", "C", (), "", WHEN, WHEN)  # what the caller fetched; "gone" is not found
+    answer = fusion.hits([lexical, graph], ranked, notes, 10)
+    assert [h.note.id for h in answer] == [e.note_id for e in ranked if e.note_id != "gone"]
+    assert answer[[h.note.id for h in answer].index("c")].channels == {"graph": 1}
 
 
 def test_one_channel_keeps_its_order_and_scores():
