@@ -43,7 +43,7 @@ GRAPH_SEEDS = 10
 @dataclass(frozen=True, slots=True)
 class Contribution:
     rank: int  # 1-based rank in the channel
-    score: float  # weight * modulation / (k + rank)
+    amount: float  # what it adds to the fused score: weight * modulation / (k + rank)
     modulation: float = 1.0  # floor + (1 - floor) * normalised own score
 
 
@@ -75,7 +75,7 @@ def rrf(
         for rank, note_id in enumerate(dict.fromkeys(ranked), start=1):
             modulation = first[note_id]
             traces.setdefault(note_id, {})[channel] = Contribution(rank, weight * modulation / (k + rank), modulation)
-    fused = [Fused(note_id, sum(c.score for c in trace.values()), trace) for note_id, trace in traces.items()]
+    fused = [Fused(note_id, sum(c.amount for c in trace.values()), trace) for note_id, trace in traces.items()]
     fused.sort(key=lambda f: (-f.score, min(c.rank for c in f.trace.values()), f.note_id))
     return fused
 
@@ -152,7 +152,7 @@ def hits(
             break
         by_channel = found[entry.note_id]
         trace = {
-            channel: ChannelTrace(c.rank, _own_score(by_channel, channel), c.score)
+            channel: ChannelTrace(c.rank, _own_score(by_channel, channel), c.amount)
             for channel, c in entry.trace.items()
         }
         (first,) = by_channel.values() if single else (None,)

@@ -25,7 +25,7 @@ def test_scores_and_trace():
     assert by_id["b"].trace["lexical"].rank == 2
     assert by_id["b"].trace["semantic"].rank == 1
     for f in fused:
-        assert f.score == pytest.approx(sum(c.score for c in f.trace.values()))
+        assert f.score == pytest.approx(sum(c.amount for c in f.trace.values()))
     assert fused[0].note_id == "b"  # found by both
 
 
@@ -65,8 +65,8 @@ def test_scores_modulate_contributions_within_a_channel():
     assert fused["c"].trace["lexical"].modulation == pytest.approx(0.2)
     assert fused["b"].trace["lexical"].modulation == pytest.approx(0.2 + 0.8 * 8.5 / 9.0)
     for f in fused.values():
-        assert f.score == pytest.approx(sum(c.score for c in f.trace.values()))
-        assert f.trace["lexical"].score == pytest.approx(
+        assert f.score == pytest.approx(sum(c.amount for c in f.trace.values()))
+        assert f.trace["lexical"].amount == pytest.approx(
             f.trace["lexical"].modulation / (RRF_K + f.trace["lexical"].rank)
         )
 
