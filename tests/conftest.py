@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import replace
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +142,19 @@ def models_dir() -> Path:
             pytest.fail(f"model packs missing in CI: {path}")
         pytest.skip(f"model packs not found: {path} (set NOTARIUM_MODELS_DIR)")
     return path
+
+
+def fake_hub(monkeypatch: pytest.MonkeyPatch, repository: dict[str, bytes]) -> None:
+    """No network: urllib answers model-hub downloads (`…/resolve/main/PATH`)
+    from `repository`, PATH → bytes, and 404 for any other file."""
+
+    def urlopen(request: urllib.request.Request, timeout: float) -> io.BytesIO:
+        path = request.full_url.split("/resolve/main/", 1)[1]
+        if path not in repository:
+            raise urllib.error.HTTPError(request.full_url, 404, "Not Found", Message(), None)
+        return io.BytesIO(repository[path])
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
 
 
 class HashEmbedder:

@@ -3,19 +3,15 @@ tests/container (`bash .ci/docker-smoke`)."""
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
 import shlex
-import urllib.error
-import urllib.request
-from email.message import Message
 from pathlib import Path
 
 import pytest
 
 from notarium_search import cli
+from tests.conftest import fake_hub, models_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
@@ -46,7 +42,7 @@ def test_dockerfile_hub_route_fetches_the_default_model_as_a_working_pack(
     no pooling). It must take the int8 graph and give a pack that `models
     check` accepts, with the E5 prefixes. No network: urlopen answers from
     the shared pack."""
-    source = Path(os.environ.get("NOTARIUM_MODELS_DIR", ROOT.parent / "shared" / "models"))
+    source = models_dir()
     e5, minilm = source / "multilingual-e5-small-int8", source / "all-minilm-l6-v2-int8"
     repository = {
         "onnx/model_quantized.onnx": (e5 / "model.onnx").read_bytes(),
@@ -55,13 +51,7 @@ def test_dockerfile_hub_route_fetches_the_default_model_as_a_working_pack(
         "config.json": json.dumps({"model_type": "bert", "hidden_size": 384, "max_position_embeddings": 512}).encode(),
     }
 
-    def urlopen(request: urllib.request.Request, timeout: float) -> io.BytesIO:
-        path = request.full_url.split("/resolve/main/", 1)[1]
-        if path not in repository:
-            raise urllib.error.HTTPError(request.full_url, 404, "Not Found", Message(), None)
-        return io.BytesIO(repository[path])
-
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    fake_hub(monkeypatch, repository)
     target = tmp_path / "default"
     argv = dockerfile_download_command(target)
     assert argv[:3] == ["models", "download", "Xenova/multilingual-e5-small"]

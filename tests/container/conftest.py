@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import models_dir
 from tests.container.engine import ROOT, Engine, find_engine
 from tests.container.running import FALLBACKS, Built, build, sweep
 
@@ -54,11 +55,6 @@ def engine() -> Iterator[Engine]:
 @pytest.fixture(scope="session")
 def lexical_image(engine: Engine) -> Built:
     return _built(engine, "lexical", {})
-
-
-def models_dir() -> Path:
-    """The shared model packs (.ci/docker-smoke sets NOTARIUM_MODELS_DIR)."""
-    return Path(os.environ.get("NOTARIUM_MODELS_DIR", ROOT.parent / "shared" / "models"))
 
 
 @pytest.fixture(scope="session")

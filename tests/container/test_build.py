@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.container.conftest import PACK_PREFIX, models_dir
+from tests.conftest import models_dir
+from tests.container.conftest import PACK_PREFIX
 from tests.container.engine import BUILD_SECONDS, ROOT, Engine, base_image
 from tests.container.running import LABEL, Built, build_refused, unique
 

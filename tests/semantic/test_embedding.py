@@ -7,7 +7,6 @@ The packs live beside the repository (`../shared/models`, or
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -16,10 +15,7 @@ import stat
 import subprocess
 import sys
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
-from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +35,7 @@ from notarium_search.semantic.embedding import (
     load_embedder,
     read_model_config,
 )
-from tests.conftest import models_dir
+from tests.conftest import fake_hub, models_dir
 
 MINILM = "all-minilm-l6-v2-int8"
 E5 = "multilingual-e5-small-int8"
@@ -350,13 +346,7 @@ def test_download_from_a_faked_hub_writes_a_loadable_pack(
         "sentence_bert_config.json": json.dumps({"max_seq_length": 256}).encode(),
     }
 
-    def urlopen(request: urllib.request.Request, timeout: float) -> io.BytesIO:
-        path = request.full_url.split("/resolve/main/", 1)[1]
-        if path not in repository:
-            raise urllib.error.HTTPError(request.full_url, 404, "Not Found", Message(), None)
-        return io.BytesIO(repository[path])
-
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    fake_hub(monkeypatch, repository)
     umask = os.umask(0o022)
     try:
         target = download_model("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "minilm")
