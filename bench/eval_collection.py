@@ -47,12 +47,13 @@ from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.embedding_build import embed_space
 from bench.perf_lexical import code_version
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.service import Service
 from notarium_search.settings import RankingConfig, Settings, SpaceConfig
-from notarium_search.types import FeedFilter
+from notarium_search.types import ChannelQuery, FeedFilter
 
 if TYPE_CHECKING:
     from notarium_search.index.space import Space
@@ -69,7 +70,7 @@ MODES = ("lexical", "semantic", "hybrid")
 # minute is far beyond any single query embedding, so the deadline never fires.
 EVAL_QUERY_EMBED_TIMEOUT_MS = 60_000
 # The build prints a progress line this often (a large collection embeds for minutes).
-PROGRESS_SECONDS = 30.0
+
 # shared/README.md, "Reference figures" (nDCG@10, Recall@100): a straightforward
 # implementation with one vector per document and fusion over the top 1,000.
 REFERENCES: dict[str, dict[str, tuple[float, float]]] = {
@@ -176,7 +177,8 @@ def semantic_ranker(service: Service, space: str, embedder: Embedder) -> Ranker:
         raise RuntimeError("the semantic channel is not built: run build_vectors first")
 
     def rank(text: str) -> tuple[list[str], bool]:
-        result = channel.search(embedder.embed_query(text), text, FeedFilter(), RECALL_DEPTH)
+        asked = ChannelQuery(text, FeedFilter(), RECALL_DEPTH, RECALL_DEPTH, vector=embedder.embed_query(text))
+        result = channel.search(asked)
         return [hit.note_id for hit in result.hits], False
 
     return rank
@@ -213,30 +215,18 @@ def build(
 
 
 def build_vectors(service: Service, embedder: Embedder, space: str = SPACE) -> dict[str, Any]:
-    """Embed every fragment of the space on this thread (as tests/conftest.py
-    `build_semantic` does), then hand the embedder to the service."""
-    channel = _semantic(service.spaces[space])
+    """Embed every fragment of the space on this thread (`Space.build`, as
+    tests/conftest.py `build_semantic` does), then hand the embedder to the service."""
     load = load_average()
-    started = time.perf_counter()
-    channel.attach(embedder)
-    planned = time.perf_counter()
-    fragments = _pending(channel)
-    reported = planned
-    while channel.has_work:
-        channel.work_slice()
-        if time.perf_counter() - reported > PROGRESS_SECONDS:
-            reported = time.perf_counter()
-            print(f"  embedded {fragments - _pending(channel):,}/{fragments:,} fragments", file=sys.stderr, flush=True)
-    embed_s = time.perf_counter() - planned
+    figures = embed_space(service.spaces[space], embedder)
     service.embedder = embedder
-    vectors = channel.index.size() if channel.index is not None else 0
     return {
-        "fragments_embedded": fragments,
-        "vectors": vectors,
-        "plan_seconds": round(planned - started, 3),
-        "embed_seconds": round(embed_s, 3),
-        "fragments_per_second": round(fragments / embed_s, 2) if fragments and embed_s > 0 else None,
-        "reused_vectors": fragments == 0,
+        "fragments_embedded": figures["fragments"] or 0,
+        "vectors": figures["vectors"],
+        "plan_seconds": figures["plan_seconds"],
+        "embed_seconds": figures["embed_seconds"],
+        "fragments_per_second": figures["fragments_per_second"],
+        "reused_vectors": figures["reused"],
         "load_average_at_start": load,
     }
 
@@ -245,10 +235,6 @@ def _semantic(space: Space) -> SemanticChannel:
     if space.semantic is None:
         raise RuntimeError(f"space {space.name} has no semantic channel (build it with vector_search=True)")
     return space.semantic
-
-
-def _pending(channel: SemanticChannel) -> int:
-    return int(channel.index.progress.pending) if channel.index is not None else 0
 
 
 def load_embedder_from(model_dir: Path, settings: Settings) -> Embedder:
@@ -292,7 +278,7 @@ def dump_channels(
     out = {}
     for qid, text in queries.items():
         found = lexical.search(index, text, FeedFilter(), RECALL_DEPTH, ranking, with_snippets=False, phrase_depth=20)
-        near = channel.search(embedder.embed_query(text), text, FeedFilter(), RECALL_DEPTH)
+        near = channel.search(ChannelQuery(text, FeedFilter(), RECALL_DEPTH, 0, vector=embedder.embed_query(text)))
         out[qid] = {
             "lexical": [[hit.note_id, hit.score] for hit in found.hits],
             "semantic": [[hit.note_id, hit.score] for hit in near.hits],

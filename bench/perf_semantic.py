@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 import notarium_search.semantic  # noqa: F401 - onnxruntime must be imported before usearch
+from bench.embedding_build import embed_space
 from bench.perf_lexical import (
     DEFAULT_NOTES,
     FULL,
@@ -74,25 +75,16 @@ from bench.perf_lexical import (
     server_status,
     summarize,
 )
-from notarium_search.fusion import (
-    CANDIDATES_PER_CHANNEL,
-    FETCH_SLACK,
-    GRAPH_SEEDS,
-    PHRASE_DEPTH,
-    carried,
-    hits,
-    ranking,
-    rrf,
-)
+from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, hits, kept, rrf
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.embedding import load_embedder
-from notarium_search.service import Service
+from notarium_search.service import Service, answer_snippets, fused_notes
 from notarium_search.settings import Settings, SpaceConfig
-from notarium_search.types import FeedFilter
+from notarium_search.types import Channel, ChannelQuery, FeedFilter
 
 if TYPE_CHECKING:
-    from notarium_search.semantic.channel import SemanticChannel
+    from notarium_search.index.space import Space
     from notarium_search.semantic.embedding import Embedder
 
 DEFAULT_MODEL_DIR = PROJECT_ROOT.parent / "shared" / "models" / "multilingual-e5-small-int8"
@@ -165,7 +157,7 @@ def build(settings: Settings, notes: int, reuse: bool) -> Built:
             "batch_size": settings.embed_batch_size,
             "threads": settings.embed_threads or os.cpu_count(),
         }
-        results["embedding"] = embed_all(space.semantic, embedder, reuse)
+        results["embedding"] = embed_all(space, embedder, reuse)
         service.embedder = embedder
         # Queries should run on the segments a long-running service has: Tantivy's
         # background merges ended during the (minutes-long) embedding.
@@ -177,42 +169,17 @@ def build(settings: Settings, notes: int, reuse: bool) -> Built:
     return Built(service, embedder, results)
 
 
-def embed_all(channel: SemanticChannel | None, embedder: Embedder, reuse: bool) -> dict[str, Any]:
-    if channel is None:
+def embed_all(space: Space, embedder: Embedder, reuse: bool) -> dict[str, Any]:
+    """Every fragment embedded on this thread (`Space.build`), with the build's figures."""
+    if space.semantic is None:
         raise BenchError("the space has no semantic channel: vector_search is off")
     load = load_average()
-    started, cpu_started = time.perf_counter(), time.process_time()
-    channel.attach(embedder)  # opens the stored vectors, chunks every note, plans what is missing
-    plan_s = time.perf_counter() - started
-    index = channel.index
-    assert index is not None
-    fragments = index.progress.pending
-    if reuse and fragments:
-        raise BenchError(f"--reuse: {fragments} fragments still to embed; the kept vectors do not match")
-    generation = index.generation
-    started, reported = time.perf_counter(), time.perf_counter()
-    while channel.has_work:
-        channel.work_slice()
-        if time.perf_counter() - reported > PROGRESS_SECONDS:
-            reported = time.perf_counter()
-            done = fragments - index.progress.pending
-            rate = done / (reported - started)
-            print(f"  embedded {done:,}/{fragments:,} fragments ({rate:.1f}/s)", file=sys.stderr, flush=True)
-    embed_s = time.perf_counter() - started
-    measured = fragments > 0
-    return {
-        "fragments": fragments if measured else None,
-        "vectors": index.size(),
-        "notes_with_vectors": len(index.notes),
-        "plan_seconds": round(plan_s, 3),
-        "embed_seconds": round(embed_s, 3) if measured else None,
-        "fragments_per_second": round(fragments / embed_s, 2) if measured else None,
-        "cpu_seconds": round(time.process_time() - cpu_started, 3) if measured else None,
-        "checkpoints": index.generation - generation,
-        "reused": not measured,
-        "load_average_at_start": load,
-        "bench_peak_rss_mb": peak_rss_mb(),
-    }
+    figures = embed_space(space, embedder)
+    if reuse and not figures["reused"]:
+        raise BenchError(
+            f"--reuse: {figures['fragments']} fragments were still to embed; the kept vectors do not match"
+        )
+    return {**figures, "load_average_at_start": load, "bench_peak_rss_mb": peak_rss_mb()}
 
 
 # -- in-process queries -------------------------------------------------------
@@ -246,7 +213,7 @@ def measure_in_process(built: Built, queries: list[BenchQuery], plan: Plan) -> d
     semantic_ms = []
     for query, vector in zip(queries, vectors, strict=True):
         started = time.perf_counter()
-        channel.search(vector, query.text, FeedFilter(), SEARCH_LIMIT)
+        channel.search(ChannelQuery(query.text, FeedFilter(), SEARCH_LIMIT, SEARCH_LIMIT, vector=vector))
         semantic_ms.append(elapsed_ms(started))
     lexical_ms = []
     for query in queries:
@@ -284,31 +251,21 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
     space.graph.ensure_built()  # GRAPH_BOOST is off in this service: read the links now
 
     def merge(results: list[Any], count: int) -> tuple[Any, ...]:
-        """As Service.search does: rank, fetch the kept notes known by id only, build the hits."""
-        ranked = ranking(results, fusion)[: count + FETCH_SLACK]
-        notes, missing = carried(results, ranked)
-        if missing:
-            notes.update(lexical.summaries_by_id(space.lexical, missing))
-        return hits(results, ranked, notes, count)
+        """As Service.search does: rank, fetch the kept notes known by id only,
+        cut the kept hits' snippets, build the hits."""
+        ranked, notes = fused_notes(space, results, count)
+        snippets = answer_snippets(channels, results, kept(ranked, notes, count))
+        return hits(results, ranked, notes, snippets, count)
 
     rrf_ms, merge_ms, graph_ms = [], [], []
     for query, vector in zip(queries, vectors, strict=True):
-        results = [
-            lexical.search(
-                space.lexical,
-                query.text,
-                FeedFilter(),
-                depth,
-                service.settings.ranking,
-                snippet_depth=0,
-                phrase_depth=PHRASE_DEPTH,
-            ),
-            channel.search(vector, query.text, FeedFilter(), depth, snippet_depth=0),
-        ]
+        asked = ChannelQuery(query.text, FeedFilter(), depth, 0, PHRASE_DEPTH, vector)
+        channels: list[Channel] = [space.lexical_channel, channel]
+        results = [space.lexical_channel.search(asked), channel.search(asked)]
         seeds = merge(results, GRAPH_SEEDS)
-        titles = {hit.note.id: hit.note.title for hit in seeds}
         started = time.perf_counter()
-        results.append(space.graph.search([hit.note.id for hit in seeds], titles, FeedFilter(), depth, fusion.k))
+        channels.append(space.graph)
+        results.append(space.graph.search(replace(asked, seeds=tuple(hit.note for hit in seeds))))
         graph_ms.append(elapsed_ms(started))
         rankings = {r.channel: [h.note_id for h in r.hits] for r in results if r.hits}
         scores = {r.channel: [h.score for h in r.hits] for r in results if r.hits}

@@ -176,7 +176,7 @@ def _semantic_phase(
     space = service.spaces[SPACE]
     try:
         space.run_reconcile()
-        embedding = embed_all(space.semantic, embedder, reuse=False)
+        embedding = embed_all(space, embedder, reuse=False)
         service.embedder = embedder
         space.lexical.reload()
         hybrid = _measure_queries(service, queries, plan)
@@ -190,9 +190,7 @@ def _semantic_phase(
     graph_service = Service(dataclasses.replace(vector_settings, graph_boost=True))
     try:
         graph_space = graph_service.spaces[SPACE]
-        graph_space.run_reconcile()
-        assert graph_space.semantic is not None
-        graph_space.semantic.attach(embedder)
+        graph_space.build(embedder=embedder)  # the vectors are stored: opened, nothing to embed
         graph_service.embedder = embedder
         graph_space.graph.ensure_built()
         hybrid_graph = _measure_queries(graph_service, queries, plan)

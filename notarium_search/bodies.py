@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,8 @@ class SnippetOut:
 
 @dataclass(frozen=True, slots=True)
 class NoteOut:
+    """A note in an answer; the answers that describe a note extend it."""
+
     id: str
     path: str
     title: str
@@ -53,16 +55,9 @@ class NoteOut:
 
 
 @dataclass(frozen=True, slots=True)
-class SearchResult:
-    id: str
-    path: str
-    title: str
+class SearchResult(NoteOut):
     score: float
     snippets: list[SnippetOut]
-    tags: list[str]
-    folder: str
-    created: datetime
-    updated: datetime
     channels: dict[str, int]  # channel → 1-based rank in it
     reason: str | None = None  # graph channel: "linked from: …"
     explain: dict[str, TraceOut] | None = None  # with ?explain=1
@@ -101,14 +96,7 @@ class ActivationOut:
 
 
 @dataclass(frozen=True, slots=True)
-class NoteRecordOut:
-    id: str
-    path: str
-    title: str
-    tags: list[str]
-    folder: str
-    created: datetime
-    updated: datetime
+class NoteRecordOut(NoteOut):
     collections: list[str]
     fields: dict[str, Any]  # the frontmatter
     activations: list[ActivationOut]  # newest first
@@ -191,16 +179,15 @@ def note_out(note: NoteSummary) -> NoteOut:
     return NoteOut(note.id, note.path, note.title, list(note.tags), note.folder, note.created, note.updated)
 
 
+def _note_fields(note: NoteSummary) -> dict[str, Any]:
+    """NoteOut's fields as `note_out` makes them, for the answers that extend it."""
+    base = note_out(note)
+    return {f.name: getattr(base, f.name) for f in fields(NoteOut)}
+
+
 def note_record_out(record: NoteRecord) -> NoteRecordOut:
-    note = record.note
     return NoteRecordOut(
-        id=note.id,
-        path=note.path,
-        title=note.title,
-        tags=list(note.tags),
-        folder=note.folder,
-        created=note.created,
-        updated=note.updated,
+        **_note_fields(record.note),
         collections=list(record.collections),
         fields=dict(record.frontmatter),
         activations=[ActivationOut(a.where, a.date, a.dated) for a in record.activations],
@@ -231,22 +218,15 @@ def note_body(detail: NoteDetail) -> NoteBody:
 
 
 def search_result(hit: SearchHit, explain: bool = False) -> SearchResult:
-    note = hit.note
     trace = (
         {c: TraceOut(t.rank, round(t.score, 6), round(t.contribution, 6)) for c, t in hit.trace.items()}
         if explain
         else None
     )
     return SearchResult(
-        id=note.id,
-        path=note.path,
-        title=note.title,
+        **_note_fields(hit.note),
         score=round(hit.score, 6),
         snippets=[snippet_out(s) for s in hit.snippets],
-        tags=list(note.tags),
-        folder=note.folder,
-        created=note.created,
-        updated=note.updated,
         channels=hit.channels,
         reason=hit.reason,
         explain=trace,
@@ -266,13 +246,7 @@ def search_body(response: SearchResponse, explain: bool = False) -> SearchBody:
 
 
 @dataclass(frozen=True, slots=True)
-class RelatedNote:
-    id: str
-    path: str
-    title: str
-    tags: list[str]
-    folder: str
-    updated: datetime
+class RelatedNote(NoteOut):
     similarity: float  # cosine of the best-matching pair of fragments
     fragment: SnippetOut  # the related note's fragment
     source: SnippetOut  # the fragment of the note asked about
@@ -285,14 +259,8 @@ class RelatedBody:
 
 
 def related_note(echo: Echo) -> RelatedNote:
-    note = echo.note
     return RelatedNote(
-        id=note.id,
-        path=note.path,
-        title=note.title,
-        tags=list(note.tags),
-        folder=note.folder,
-        updated=note.updated,
+        **_note_fields(echo.note),
         similarity=round(echo.similarity, 4),
         fragment=snippet_out(echo.fragment),
         source=snippet_out(echo.source),

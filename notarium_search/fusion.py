@@ -92,9 +92,10 @@ def _modulations(own: Sequence[float] | None, count: int, floor: float) -> list[
 
 
 # Merging: the channels' results → one ranked list of hits (fusion by note id).
-# Pure, in two steps: `ranking` orders the note ids, then the caller fetches
-# the notes it keeps (`wanted` says which ids no hit carries), and `hits` builds
-# the answer from them. No callback into an index.
+# Pure, in steps: `ranking` orders the note ids; the caller fetches the notes
+# it keeps that no hit carries (`carried` says which), and cuts the snippets
+# of the kept hits made without them (`snippets`, with `found_by` and
+# `enough_snippets`); `hits` builds the answer. No callback into an index.
 
 PHRASE = "phrase"  # the exact-phrase list: lexical hits flagged `exact`
 SNIPPETS_PER_HIT = 3
@@ -122,11 +123,20 @@ def ranking(results: Sequence[ChannelResult], config: FusionConfig) -> list[Fuse
     return rrf(rankings, config.k, config.weights(), scores, config.score_floor)
 
 
+def found_by(results: Sequence[ChannelResult]) -> dict[str, dict[str, ChannelHit]]:
+    """Note id → channel → its hit, channels in the results' order."""
+    found: dict[str, dict[str, ChannelHit]] = {}
+    for result in results:
+        for hit in result.hits:
+            found.setdefault(hit.note_id, {}).setdefault(result.channel, hit)
+    return found
+
+
 def carried(results: Sequence[ChannelResult], fused: Sequence[Fused]) -> tuple[dict[str, NoteSummary], list[str]]:
     """The notes of these fused ids that the channels' hits carry, and the ids
     of those no hit carries (the graph channel knows notes by id only): the
     caller fetches those, and leaves out what it cannot find (deleted meanwhile)."""
-    found = _by_note(results)
+    found = found_by(results)
     notes: dict[str, NoteSummary] = {}
     missing = []
     for entry in fused:
@@ -138,14 +148,40 @@ def carried(results: Sequence[ChannelResult], fused: Sequence[Fused]) -> tuple[d
     return notes, missing
 
 
+def kept(fused: Sequence[Fused], notes: Mapping[str, NoteSummary], limit: int) -> list[str]:
+    """The ids of the answer: the first `limit` fused notes that were found."""
+    return [entry.note_id for entry in fused if entry.note_id in notes][:limit]
+
+
+def merge_snippets(per_channel: Iterable[tuple[Snippet, ...]]) -> tuple[Snippet, ...]:
+    """The snippets shown for a note several channels found: the channels' in
+    order (lexical first), without repeats (one inside another counts as a repeat)."""
+    seen: set[str] = set()
+    out: list[Snippet] = []
+    for snippets in per_channel:
+        for snippet in snippets:
+            key = snippet.text.strip("…")
+            if key not in seen and not any(key in s or s in key for s in seen):
+                seen.add(key)
+                out.append(snippet)
+    return tuple(out[:SNIPPETS_PER_HIT])
+
+
+def enough_snippets(per_channel: Sequence[tuple[Snippet, ...]]) -> bool:
+    """Whether the next channel's snippets would not be shown (so need not be cut)."""
+    return len(merge_snippets(per_channel)) >= SNIPPETS_PER_HIT
+
+
 def hits(
-    results: Sequence[ChannelResult], fused: Sequence[Fused], notes: Mapping[str, NoteSummary], limit: int
+    results: Sequence[ChannelResult],
+    fused: Sequence[Fused],
+    notes: Mapping[str, NoteSummary],
+    snippets: Mapping[str, tuple[Snippet, ...]],
+    limit: int,
 ) -> tuple[SearchHit, ...]:
     """The first `limit` fused notes found in `notes`, each with its trace,
-    its rank per channel, and the snippets of the channels that found it,
-    lexical ones first (a single channel keeps its own snippets whole)."""
-    found = _by_note(results)
-    single = len([r for r in results if r.hits]) == 1
+    its rank per channel, and its `snippets` (by note id)."""
+    found = found_by(results)
     merged: list[SearchHit] = []
     for entry in (e for e in fused if e.note_id in notes):
         if len(merged) == limit:
@@ -155,12 +191,11 @@ def hits(
             channel: ChannelTrace(c.rank, _own_score(by_channel, channel), c.amount)
             for channel, c in entry.trace.items()
         }
-        (first,) = by_channel.values() if single else (None,)
         merged.append(
             SearchHit(
                 note=notes[entry.note_id],
                 score=entry.score,
-                snippets=first.all_snippets() if first is not None else _snippets(by_channel.values()),
+                snippets=snippets.get(entry.note_id, ()),
                 channels={channel: c.rank for channel, c in entry.trace.items() if channel != PHRASE},
                 trace=trace,
                 reason=next((h.reason for h in by_channel.values() if h.reason), None),
@@ -169,29 +204,7 @@ def hits(
     return tuple(merged)
 
 
-def _by_note(results: Sequence[ChannelResult]) -> dict[str, dict[str, ChannelHit]]:
-    found: dict[str, dict[str, ChannelHit]] = {}
-    for result in results:
-        for hit in result.hits:
-            found.setdefault(hit.note_id, {}).setdefault(result.channel, hit)
-    return found
-
-
 def _own_score(by_channel: dict[str, ChannelHit], channel: str) -> float:
     if channel == PHRASE:
         return 1.0
     return by_channel[channel].score
-
-
-def _snippets(hits: Iterable[ChannelHit]) -> tuple[Snippet, ...]:
-    seen: set[str] = set()
-    out: list[Snippet] = []
-    for hit in hits:
-        if len(out) >= SNIPPETS_PER_HIT:
-            break  # the next channel's snippets would not be shown: do not cut them
-        for snippet in hit.all_snippets():
-            key = snippet.text.strip("…")
-            if key not in seen and not any(key in s or s in key for s in seen):
-                seen.add(key)
-                out.append(snippet)
-    return tuple(out[:SNIPPETS_PER_HIT])

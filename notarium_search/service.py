@@ -7,7 +7,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
@@ -33,7 +33,11 @@ from notarium_search.fusion import (
     PHRASE_DEPTH,
     Fused,
     carried,
+    enough_snippets,
+    found_by,
     hits,
+    kept,
+    merge_snippets,
     ranking,
 )
 from notarium_search.index.space import Space
@@ -46,6 +50,8 @@ from notarium_search.notes.scan import open_note
 from notarium_search.settings import Settings, valid_space_name
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 from notarium_search.types import (
+    Channel,
+    ChannelQuery,
     ChannelResult,
     FeedFilter,
     FeedPage,
@@ -55,6 +61,7 @@ from notarium_search.types import (
     NotesPage,
     NoteSummary,
     SearchResponse,
+    Snippet,
     SpaceStatus,
 )
 
@@ -111,10 +118,10 @@ UNAVAILABLE_LOG_SECONDS = 60.0
 _unavailable_logs = Throttle(UNAVAILABLE_LOG_SECONDS)
 
 
-def _log_unavailable(space: str, exc: BaseException) -> None:
-    held_back = _unavailable_logs.admit(space)
+def _log_unavailable(space_name: str, exc: BaseException) -> None:
+    held_back = _unavailable_logs.admit(space_name)
     if held_back is not None:
-        log.error("index_unavailable", space=space, error=describe(exc), not_logged_since_last=held_back)
+        log.error("index_unavailable", space=space_name, error=describe(exc), not_logged_since_last=held_back)
 
 
 class Service:
@@ -187,50 +194,39 @@ class Service:
     def search(self, name: str, text: str, filters: FeedFilter, limit: int) -> SearchResponse:
         space = self.space(name)
         _check_limit(limit)
-        filters = self._filters(space, filters)
         started = time.perf_counter()
         degraded: dict[str, str] = {}
         graph = space.graph if self.settings.graph_boost and text.strip() else None
         if graph is not None and not graph.ready:
-            degraded["graph"] = "reading the notes' links"
+            degraded["graph"] = graph.why_not_ready()
             graph = None
         vector = self._query_vector(space, text, started, degraded)
         fused = vector is not None or graph is not None
-
-        def kept(results: list[ChannelResult], count: int) -> tuple[list[Fused], dict[str, NoteSummary]]:
-            """The fused ranking's first `count` (and FETCH_SLACK more, standing in
-            for notes deleted since a channel listed them), with their notes."""
-            ranked = ranking(results, self.settings.fusion)[: count + FETCH_SLACK]
-            notes, missing = carried(results, ranked)
-            if missing:
-                notes.update(lexical.summaries_by_id(space.lexical, missing))
-            return ranked, notes
-
         depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit
-        results = [
-            lexical.search(
-                space.lexical,
-                text,
-                filters,
-                depth,
-                self.settings.ranking,
-                snippet_depth=0 if fused else limit,
-                phrase_depth=PHRASE_DEPTH if fused else 0,
-            )
-        ]
+        query = ChannelQuery(
+            text,
+            self._filters(space, filters),
+            depth,
+            snippet_depth=0 if fused else limit,  # fused: cut for the kept hits only, below
+            phrase_depth=PHRASE_DEPTH if fused else 0,
+            vector=vector,
+        )
+        channels: list[Channel] = [space.lexical_channel]
         if vector is not None and space.semantic is not None:
-            results.append(space.semantic.search(vector, text, filters, depth, snippet_depth=0))
+            channels.append(space.semantic)
+        results = [channel.search(query) for channel in channels]
         if graph is not None:
             # The graph follows links from the best text hits, fused as the user would see them.
-            # Only ids and titles: the answer's hits (snippets…) are built once, below.
-            ranked, notes = kept(results, GRAPH_SEEDS)
-            seeds = [entry.note_id for entry in ranked if entry.note_id in notes][:GRAPH_SEEDS]
-            titles = {note_id: notes[note_id].title for note_id in seeds}
-            results.append(graph.search(seeds, titles, filters, depth, self.settings.fusion.k))
+            ranked, notes = fused_notes(space, results, GRAPH_SEEDS)
+            seeds = tuple(notes[note_id] for note_id in kept(ranked, notes, GRAPH_SEEDS))
+            channels.append(graph)
+            results.append(graph.search(replace(query, seeds=seeds)))
+        ranked, notes = fused_notes(space, results, limit)
+        snippets = answer_snippets(channels, results, kept(ranked, notes, limit))
         self.memory.note_activity()
         return SearchResponse(
             query=text,
-            results=tuple(h for h in hits(results, *kept(results, limit), limit) if space.on_disk(h.note)),
+            results=tuple(h for h in hits(results, ranked, notes, snippets, limit) if space.on_disk(h.note)),
             channels_used=tuple(r.channel for r in results) if text.strip() else (),
             degraded=degraded,
             unmatched_terms=results[0].unmatched_terms,
@@ -374,3 +370,34 @@ def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
 def _check_limit(limit: int) -> None:
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidParameter(f"limit must be between 1 and {MAX_LIMIT}")
+
+
+def fused_notes(space: Space, results: list[ChannelResult], count: int) -> tuple[list[Fused], dict[str, NoteSummary]]:
+    """The fused ranking's first `count` (and FETCH_SLACK more, standing in
+    for notes deleted since a channel listed them), with their notes: those
+    the hits carry, and those fetched from the lexical index."""
+    ranked = ranking(results, space.settings.fusion)[: count + FETCH_SLACK]
+    notes, missing = carried(results, ranked)
+    if missing:
+        notes.update(lexical.summaries_by_id(space.lexical, missing))
+    return ranked, notes
+
+
+def answer_snippets(
+    channels: Sequence[Channel], results: Sequence[ChannelResult], note_ids: Sequence[str]
+) -> dict[str, tuple[Snippet, ...]]:
+    """The snippets of the answer's notes: a single channel's own, whole;
+    with several, each channel's in turn (lexical first), cut only while the
+    earlier ones leave room (fusion.merge_snippets)."""
+    single = sum(1 for r in results if r.hits) == 1
+    found = found_by(results)
+    by_name = {channel.name: channel for channel in channels}
+    out: dict[str, tuple[Snippet, ...]] = {}
+    for note_id in note_ids:
+        per_channel: list[tuple[Snippet, ...]] = []
+        for name, hit in found[note_id].items():
+            if not single and enough_snippets(per_channel):
+                break
+            per_channel.append(hit.snippets or by_name[name].snippets(hit))
+        out[note_id] = per_channel[0] if single else merge_snippets(per_channel)
+    return out

@@ -7,18 +7,18 @@ is visible in one place.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     """A candidate note found by the scanner (no content read yet)."""
 
-    rel_path: str  # POSIX path relative to the space root
+    path: str  # POSIX, relative to the space root (a note's `path`)
     abs_path: str
     size: int
     mtime_ns: int
@@ -34,17 +34,27 @@ class WikiLink:
 
 
 @dataclass(frozen=True, slots=True)
-class ParsedNote:
-    """Everything the indexes need from one note; produced by `parse`."""
+class NoteSummary:
+    """A note as returned to clients (stored fields, no body). The fields every
+    note-shaped type shares are declared here once: `ParsedNote` adds what is
+    read from the body, `bodies.NoteOut` is their JSON shape."""
 
     id: str
-    rel_path: str
+    path: str
     title: str
-    aliases: tuple[str, ...]
     tags: tuple[str, ...]
-    folder: str  # "" for the space root
-    created: datetime  # always timezone-aware
-    updated: datetime  # always timezone-aware
+    folder: str
+    created: datetime
+    updated: datetime
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedNote(NoteSummary):
+    """Everything the indexes need from one note; produced by `parse`. Its
+    `path` is POSIX and relative to the space root; its dates are always
+    timezone-aware, and `folder` is "" for the space root."""
+
     headings: tuple[str, ...]
     links: tuple[WikiLink, ...]
     text: str  # body reduced to plain text
@@ -72,20 +82,6 @@ class Snippet:
 
 
 @dataclass(frozen=True, slots=True)
-class NoteSummary:
-    """A note as returned to clients (stored fields, no body)."""
-
-    id: str
-    path: str
-    title: str
-    tags: tuple[str, ...]
-    folder: str
-    created: datetime
-    updated: datetime
-    aliases: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class ChannelHit:
     """One note found by one channel, with what that channel knows about it."""
 
@@ -94,20 +90,16 @@ class ChannelHit:
     snippets: tuple[Snippet, ...]
     exact: bool = False  # lexical: the title or text holds the whole query
     reason: str | None = None  # graph: why the note was brought in ("linked from: …")
-    # Snippets made on demand: a channel cuts them only for the hits fusion keeps.
-    more_snippets: Callable[[], tuple[Snippet, ...]] | None = field(default=None, compare=False, repr=False)
     note_id: str = ""  # the note's id (set from `note` when given)
+    # What the channel needs to cut this hit's snippets later, if fusion keeps
+    # it (`Channel.snippets`): only the channel that made it reads it.
+    evidence: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.note is not None and not self.note_id:
             object.__setattr__(self, "note_id", self.note.id)
         if not self.note_id:
             raise ValueError("a channel hit needs its note or its note id")
-
-    def all_snippets(self) -> tuple[Snippet, ...]:
-        if self.snippets or self.more_snippets is None:
-            return self.snippets
-        return self.more_snippets()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +109,46 @@ class ChannelResult:
     channel: str
     hits: tuple[ChannelHit, ...]
     unmatched_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelQuery:
+    """What every channel is asked: the same shape for each, so that the
+    service drives them alike. A channel reads the fields it has a use for."""
+
+    text: str
+    filters: FeedFilter
+    depth: int  # how many notes to rank
+    snippet_depth: int  # how many of the first get snippets now; the others by `Channel.snippets`, if kept
+    phrase_depth: int = 0  # lexical: how many of the first are tested for the exact phrase
+    vector: Any = None  # semantic: the query's embedding (a numpy vector)
+    seeds: tuple[NoteSummary, ...] = ()  # graph: the notes to follow links from, best first
+
+
+class Channel(Protocol):
+    """A search channel of one space (lexical/, semantic/, graph/). Its
+    status has its own shape (`status()`: what /status shows of it)."""
+
+    @property
+    def name(self) -> str:
+        """What answers and traces call it ("lexical", "semantic", "graph")."""
+
+    @property
+    def ready(self) -> bool:
+        """Whether it can answer a query now."""
+
+    @property
+    def building(self) -> bool:
+        """Whether it is being built (the status then says "Building search index…")."""
+
+    def why_not_ready(self) -> str:
+        """Why it cannot answer now (for `degraded`)."""
+
+    def search(self, query: ChannelQuery) -> ChannelResult:
+        """The notes it finds for the query, best first."""
+
+    def snippets(self, hit: ChannelHit) -> tuple[Snippet, ...]:
+        """The snippets of one of its hits made without them (past `snippet_depth`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -391,10 +391,10 @@ class OddEmbedder:
     ids=["nan", "not-unit", "shape"],
 )
 def test_models_check_refuses_vectors_the_service_could_not_use(vector: list[float], reason: str):
-    from notarium_search import cli
+    from notarium_search.cli import models
     from notarium_search.semantic.embedding import EmbedderUnavailable
 
     with pytest.raises(EmbedderUnavailable) as refused:
-        cli._embed_test_pair(OddEmbedder(vector))
+        models._embed_test_pair(OddEmbedder(vector))
     assert str(refused.value) == reason
-    assert cli._embed_test_pair(OddEmbedder([0.6, 0.8])) == "cosine of a French query and its passage 1.000"
+    assert models._embed_test_pair(OddEmbedder([0.6, 0.8])) == "cosine of a French query and its passage 1.000"

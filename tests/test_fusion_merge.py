@@ -27,11 +27,15 @@ def result(channel: str, *hits: ChannelHit) -> ChannelResult:
 
 
 def merge(results: list[ChannelResult], limit: int, config: FusionConfig) -> tuple[SearchHit, ...]:
-    """What the service answers when the hits carry every note."""
+    """What the service answers when the hits carry every note and their snippets."""
     ranked = fusion.ranking(results, config)
     notes, missing = fusion.carried(results, ranked)
     assert missing == []
-    return fusion.hits(results, ranked, notes, limit)
+    found = fusion.found_by(results)
+    snippets = {
+        i: fusion.merge_snippets(h.snippets for h in found[i].values()) for i in fusion.kept(ranked, notes, limit)
+    }
+    return fusion.hits(results, ranked, notes, snippets, limit)
 
 
 def test_notes_known_by_id_only_are_fetched_by_the_caller_and_left_out_when_gone():
@@ -47,7 +51,7 @@ def test_notes_known_by_id_only_are_fetched_by_the_caller_and_left_out_when_gone
     assert sorted(notes) == ["a", "b"]
     assert sorted(missing) == ["c", "gone"]
     notes["c"] = NoteSummary("c", "c.md", "C", (), "", WHEN, WHEN)  # what the caller fetched; "gone" is not found
-    answer = fusion.hits([lexical, graph], ranked, notes, 10)
+    answer = fusion.hits([lexical, graph], ranked, notes, {}, 10)
     assert [h.note.id for h in answer] == [e.note_id for e in ranked if e.note_id != "gone"]
     assert answer[[h.note.id for h in answer].index("c")].channels == {"graph": 1}
 

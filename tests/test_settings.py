@@ -40,8 +40,8 @@ def test_spaces_root_and_env_overrides(tmp_path: Path):
     )
     settings = load_settings(config, env={"NOTARIUM_PORT": "9100", "GRAPH_BOOST": "1", "VECTOR_SEARCH": "off"})
     assert [s.name for s in settings.spaces] == ["carnet", "lab"]
-    assert settings.space("lab").language == "en"  # type: ignore[union-attr]
-    assert settings.space("carnet").language == "fr"  # type: ignore[union-attr]
+    assert settings.space_config("lab").language == "en"  # type: ignore[union-attr]
+    assert settings.space_config("carnet").language == "fr"  # type: ignore[union-attr]
     assert settings.index_dir == tmp_path / "idx"  # relative to the config file
     assert settings.port == 9100  # environment wins over the file
     assert (settings.vector_search, settings.graph_boost) == (False, True)

@@ -11,14 +11,14 @@ notes; request threads read it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 
 import structlog
 
 from notarium_search.graph.links import LinkGraph, NoteLinks, explain, rank_neighbours
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
-from notarium_search.types import ChannelHit, ChannelResult, ChannelState, ChannelStatus, FeedFilter
+from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Snippet
 
 CHANNEL = "graph"
 
@@ -26,10 +26,14 @@ log = structlog.get_logger(__name__)
 
 
 class GraphChannel:
-    def __init__(self, space: str, lexical_index: LexicalIndex, enabled: bool) -> None:
-        self.space = space
+    name = CHANNEL
+
+    def __init__(self, space_name: str, lexical_index: LexicalIndex, enabled: bool, k: float) -> None:
+        """`k`: the fusion's RRF constant, with which a seed's rank weighs its neighbours."""
+        self.space_name = space_name
         self.lexical = lexical_index
         self.enabled = enabled
+        self.k = k
         self.graph = LinkGraph()
         self.built = False
         # Held while the graph is read from the notes and while the writer applies
@@ -74,13 +78,26 @@ class GraphChannel:
             self.graph.upsert(NoteLinks.of(payload))
         self.built = True
         stats = self.graph.stats()
-        log.info("graph_built", space=self.space, notes=stats.notes, links=stats.links, dangling=stats.dangling)
+        log.info("graph_built", space=self.space_name, notes=stats.notes, links=stats.links, dangling=stats.dangling)
 
     # -- readers -----------------------------------------------------------
 
     @property
     def ready(self) -> bool:
         return self.enabled and self.built
+
+    @property
+    def building(self) -> bool:
+        return self.enabled and not self.built
+
+    def why_not_ready(self) -> str:
+        return "GRAPH_BOOST is off" if not self.enabled else "reading the notes' links"
+
+    # The graph does no work between the writer's jobs: it follows each pass at once.
+    has_work = False
+
+    def work_slice(self) -> None:
+        pass
 
     def status(self) -> ChannelStatus:
         stats = self.graph.stats() if self.built else None
@@ -94,14 +111,14 @@ class GraphChannel:
             state, reason = ChannelState.READY, None
         return ChannelStatus(state, reason, links=links, dangling=dangling)
 
-    def search(
-        self, seeds: Sequence[str], titles: Mapping[str, str], filters: FeedFilter, limit: int, k: float
-    ) -> ChannelResult:
-        """Notes linked with the best text hits (`seeds`, best first, as many as
-        the caller wants to seed with); `k` is the fusion's RRF constant."""
-        allowed = lexical.note_ids_matching(self.lexical, filters)
-        neighbours = rank_neighbours(self.graph, seeds, k, len(seeds))
-        ranked = [h for h in neighbours if allowed is None or h.note_id in allowed][:limit]
+    def search(self, query: ChannelQuery) -> ChannelResult:
+        """Notes linked with the best text hits (`query.seeds`, best first, as
+        many as the caller wants to seed with)."""
+        allowed = lexical.note_ids_matching(self.lexical, query.filters)
+        seeds = [note.id for note in query.seeds]
+        titles = {note.id: note.title for note in query.seeds}
+        neighbours = rank_neighbours(self.graph, seeds, self.k, len(seeds))
+        ranked = [h for h in neighbours if allowed is None or h.note_id in allowed][: query.depth]
         notes = lexical.summaries_by_id(self.lexical, [h.note_id for h in ranked])
         hits = tuple(
             ChannelHit(notes[h.note_id], h.score, (), reason=explain(h, titles))
@@ -109,3 +126,6 @@ class GraphChannel:
             if h.note_id in notes  # deleted since the graph was read
         )
         return ChannelResult(CHANNEL, hits)
+
+    def snippets(self, hit: ChannelHit) -> tuple[Snippet, ...]:
+        return ()  # a link says nothing of the query's words: text channels' snippets are shown

@@ -77,7 +77,7 @@ class NoteLinks:
     @classmethod
     def of(cls, note: ParsedNote | StoredNote | WrittenNote) -> NoteLinks:
         if isinstance(note, ParsedNote):
-            return cls(note.id, note.rel_path, note.title, tuple(note.aliases), tuple(note.links))
+            return cls(note.id, note.path, note.title, tuple(note.aliases), tuple(note.links))
         links = note.wikilinks() if isinstance(note, StoredNote) else note.links
         return cls(note.id, note.path, note.title, tuple(note.aliases), tuple(links))
 

@@ -49,11 +49,11 @@ MAX_COMMIT_SECONDS = 60.0
 log = structlog.get_logger(__name__)
 
 
-def index_fingerprint(space: SpaceConfig, settings: Settings) -> str:
+def index_fingerprint(config: SpaceConfig, settings: Settings) -> str:
     """Everything that changes what a file becomes in the index."""
     return (
-        f"{lexical_fingerprint(space.language)}-parser{PARSER_VERSION}-max{settings.max_file_bytes}-{settings.oversize}"
-        f"-collections-{CollectionRules(space.collections).fingerprint}"
+        f"{lexical_fingerprint(config.language)}-parser{PARSER_VERSION}-max{settings.max_file_bytes}-{settings.oversize}"
+        f"-collections-{CollectionRules(config.collections).fingerprint}"
     )
 
 
@@ -75,14 +75,14 @@ class _Read:
 class SpaceIndexer:
     """Owns the write side of one space. Not thread-safe: one writer thread."""
 
-    def __init__(self, space: SpaceConfig, settings: Settings, lexical: LexicalIndex, manifest: Manifest) -> None:
-        self.space = space
+    def __init__(self, config: SpaceConfig, settings: Settings, lexical: LexicalIndex, manifest: Manifest) -> None:
+        self.config = config
         self.settings = settings
         self.lexical = lexical
         self.manifest = manifest
         self.progress = IndexProgress()
         self.skipped_total = len(manifest.skipped())
-        self.collections = CollectionRules(space.collections)
+        self.collections = CollectionRules(config.collections)
         # What the next commit writes, recorded before it (see index/manifest.py).
         self._touched_ids: set[str] = set()
         self._touched_paths: set[str] = set()
@@ -105,8 +105,8 @@ class SpaceIndexer:
         it can: stat'ing 50,000 files takes over a second, one takes microseconds.
         Raises scan.SpaceUnavailable, before anything is touched, when the
         space's folder is not there: its notes are unknown, not deleted."""
-        check_root(self.space.path)
-        self._root_real = os.path.realpath(self.space.path)
+        check_root(self.config.path)
+        self._root_real = os.path.realpath(self.config.path)
         if self.lexical.folder_missing:
             # Deleted under the running service: commits could no longer land (and
             # one with nothing to write would not even fail): the space is rebuilt.
@@ -132,7 +132,7 @@ class SpaceIndexer:
         progress.finished_at = time.monotonic()
         log.info(
             "space_indexed",
-            space=self.space.name,
+            space=self.config.name,
             changed=progress.indexed,
             deleted=progress.deleted,
             skipped=progress.skipped,
@@ -199,8 +199,8 @@ class SpaceIndexer:
         except PASS_STOPPERS:
             raise  # the index, the writer or the machine, not this file: the pass stops and is retried
         except Exception as exc:  # logged with its traceback; the file is retried next pass
-            log.exception("note_failed", space=self.space.name, path=source.rel_path)
-            self._skip(progress, source.rel_path, f"internal error: {type(exc).__name__}")
+            log.exception("note_failed", space=self.config.name, path=source.path)
+            self._skip(progress, source.path, f"internal error: {type(exc).__name__}")
             return 0
 
     def _survey(self, paths: Collection[str] | None) -> tuple[list[SourceFile], list[str]]:
@@ -210,23 +210,23 @@ class SpaceIndexer:
         targeted = None if paths is None else self._stat_targeted(paths)
         if targeted is not None:
             return targeted
-        scan = scan_space(self.space.path, self.space.include, self.space.exclude)
+        scan = scan_space(self.config.path, self.config.include, self.config.exclude)
         if not scan.files and self.manifest.entries:
             # What an unmounted share looks like from its empty mount point. Taken
             # for "every note deleted", it would cost a whole rebuild (and every
             # embedding) once the share is back; a full reindex empties the index
             # when that is really wanted (it starts from an empty manifest).
             raise SpaceUnavailable(
-                f"the notes folder {self.space.path} holds no note while the index holds"
+                f"the notes folder {self.config.path} holds no note while the index holds"
                 f" {len(self.manifest.entries)} (an empty mount point?): the index is kept; if every note"
-                f" was really deleted, POST /spaces/{self.space.name}/reindex?full=1 empties it"
+                f" was really deleted, POST /spaces/{self.config.name}/reindex?full=1 empties it"
             )
-        present = {f.rel_path for f in scan.files}
+        present = {f.path for f in scan.files}
         # Where the scan could not see (a folder not listed, a file not stat'ed), notes are unknown: kept.
         return scan.files, [p for p in self.manifest.entries if p not in present and not scan.keeps(p)]
 
     def _stat_targeted(self, paths: Collection[str]) -> tuple[list[SourceFile], list[str]] | None:
-        surveyed = stat_paths(self.space.path, paths, self.space.include, self.space.exclude)
+        surveyed = stat_paths(self.config.path, paths, self.config.include, self.config.exclude)
         if surveyed is None:
             return None
         files, missing = surveyed
@@ -237,7 +237,7 @@ class SpaceIndexer:
         freed = {entries[p].note_id for p in gone}
         claimants = [p for p, e in entries.items() if e.claimed_id is not None and e.claimed_id in freed]
         if claimants:  # notes that wanted an id a deleted note held take it back (see _to_read)
-            more = stat_paths(self.space.path, claimants, self.space.include, self.space.exclude)
+            more = stat_paths(self.config.path, claimants, self.config.include, self.config.exclude)
             files += more[0] if more is not None else []
         return files, gone
 
@@ -253,7 +253,7 @@ class SpaceIndexer:
         return [
             f
             for f in files
-            if (entry := entries.get(f.rel_path)) is None
+            if (entry := entries.get(f.path)) is None
             or entry.mtime_ns != f.mtime_ns
             or entry.size != f.size
             or (entry.claimed_id is not None and entry.claimed_id not in owners)
@@ -261,11 +261,11 @@ class SpaceIndexer:
 
     def _apply(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
         """Index one changed file; returns how many index writes it caused."""
-        previous = self.manifest.entries.get(source.rel_path)
+        previous = self.manifest.entries.get(source.path)
         read = self._read(source, owners, progress)
         if read is None:
             return 0
-        self.manifest.entries[source.rel_path] = read.entry
+        self.manifest.entries[source.path] = read.entry
         if (
             previous is not None
             and previous.digest == read.entry.digest
@@ -274,7 +274,7 @@ class SpaceIndexer:
         ):
             return 0  # touched, not changed (a note dated by its file's time did change: its date)
         previous_id = previous.note_id if previous is not None else None
-        self._touched_paths.add(source.rel_path)
+        self._touched_paths.add(source.path)
         self._touched_ids.update(i for i in (previous_id, read.entry.note_id) if i is not None)
         if read.note is None:
             if previous_id is not None:
@@ -288,7 +288,7 @@ class SpaceIndexer:
             owners.pop(previous_id, None)
             progress.deleted_ids.add(previous_id)
             self._read_claimants(previous_id, progress)
-        owners[read.note.id] = source.rel_path
+        owners[read.note.id] = source.path
         progress.indexed += 1
         progress.changed_ids.add(read.note.id)
         return 1
@@ -297,45 +297,45 @@ class SpaceIndexer:
         limit = self.settings.max_file_bytes
         too_big = source.size > limit
         try:
-            with open_note(self._root_real, source.rel_path) as handle:
+            with open_note(self._root_real, source.path) as handle:
                 raw = handle.read(limit if too_big else -1)
         except OutsideSpace as exc:  # swapped for a symlink out of the space since the scan
             return self._skip_read(
-                Entry(source.mtime_ns, source.size, "", None), progress, source.rel_path, str(exc.strerror)
+                Entry(source.mtime_ns, source.size, "", None), progress, source.path, str(exc.strerror)
             )
         except OSError as exc:  # vanished or unreadable: retried at the next reconcile
-            stop_if_short(exc, source.rel_path)
-            self._skip(progress, source.rel_path, f"cannot read: {exc.strerror}")
+            stop_if_short(exc, source.path)
+            self._skip(progress, source.path, f"cannot read: {exc.strerror}")
             return None
         digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
         entry = Entry(source.mtime_ns, source.size, digest, None)
         if too_big and self.settings.oversize == "skip":
             return self._skip_read(
-                entry, progress, source.rel_path, f"larger than max_file_bytes ({source.size} > {limit})"
+                entry, progress, source.path, f"larger than max_file_bytes ({source.size} > {limit})"
             )
         try:
             text = decode_note(raw, truncated=too_big)
         except NotANote as exc:
-            return self._skip_read(entry, progress, source.rel_path, str(exc))
+            return self._skip_read(entry, progress, source.path, str(exc))
         if too_big:
-            log.warning("note_truncated", space=self.space.name, path=source.rel_path, size=source.size, kept=limit)
-        note = parse_note(text, source.rel_path, _file_time(source))
-        collections = self.collections.member_of(source.rel_path)
+            log.warning("note_truncated", space=self.config.name, path=source.path, size=source.size, kept=limit)
+        note = parse_note(text, source.path, _file_time(source))
+        collections = self.collections.member_of(source.path)
         if collections:
             note = replace(note, collections=collections, chunking=self.collections.chunking_for(collections))
         for warning in note.warnings:
-            log.warning("note_warning", space=self.space.name, path=source.rel_path, warning=warning)
+            log.warning("note_warning", space=self.config.name, path=source.path, warning=warning)
         owner = owners.get(note.id)
-        if owner is not None and owner != source.rel_path and source.rel_path < owner:
-            self._demote(owner, note.id, source.rel_path, progress)
+        if owner is not None and owner != source.path and source.path < owner:
+            self._demote(owner, note.id, source.path, progress)
             owner = owners.pop(note.id)
-        elif owner is not None and owner != source.rel_path:
+        elif owner is not None and owner != source.path:
             # Indexed under its path instead, unless another note already has that path as its id.
-            if note.id == source.rel_path or owners.get(source.rel_path, source.rel_path) != source.rel_path:
-                return self._skip_read(entry, progress, source.rel_path, f"note id {note.id!r} already used by {owner}")
-            log.warning("duplicate_note_id", space=self.space.name, path=source.rel_path, id=note.id, owner=owner)
+            if note.id == source.path or owners.get(source.path, source.path) != source.path:
+                return self._skip_read(entry, progress, source.path, f"note id {note.id!r} already used by {owner}")
+            log.warning("duplicate_note_id", space=self.config.name, path=source.path, id=note.id, owner=owner)
             claimed = note.id
-            note = replace(note, id=source.rel_path)
+            note = replace(note, id=source.path)
             return _Read(Entry(source.mtime_ns, source.size, digest, note.id, claimed_id=claimed), note)
         return _Read(Entry(source.mtime_ns, source.size, digest, note.id), note)
 
@@ -345,7 +345,7 @@ class SpaceIndexer:
         id whatever the order the files appeared in. The holder's document
         goes with the winner's upsert (same id); the holder is read again in
         this pass and indexed under its path."""
-        log.warning("duplicate_note_id", space=self.space.name, path=holder, id=note_id, owner=winner)
+        log.warning("duplicate_note_id", space=self.config.name, path=holder, id=note_id, owner=winner)
         self.manifest.entries[holder] = Entry(-1, -1, "", None)  # no document of its own any more
         self._touched_paths.add(holder)
         self._touched_ids.add(note_id)
@@ -361,9 +361,9 @@ class SpaceIndexer:
 
     def _read_again(self, rel_paths: list[str], progress: IndexProgress) -> None:
         """Add files to the current pass (read after those already listed)."""
-        waiting = {s.rel_path for s in self._work[progress.done + 1 :]}
+        waiting = {s.path for s in self._work[progress.done + 1 :]}
         surveyed = stat_paths(
-            self.space.path, [p for p in rel_paths if p not in waiting], self.space.include, self.space.exclude
+            self.config.path, [p for p in rel_paths if p not in waiting], self.config.include, self.config.exclude
         )
         if surveyed is None:  # a folder moved meanwhile: the next full pass finds them (their entries changed)
             return
@@ -377,7 +377,7 @@ class SpaceIndexer:
 
     def _skip(self, progress: IndexProgress, rel_path: str, reason: str) -> None:
         progress.skipped += 1
-        log.warning("note_skipped", space=self.space.name, path=rel_path, reason=reason)
+        log.warning("note_skipped", space=self.config.name, path=rel_path, reason=reason)
 
     def _redo_unsettled(self, progress: IndexProgress) -> None:
         """A crash fell between a commit and its manifest: drop the notes it
@@ -386,7 +386,9 @@ class SpaceIndexer:
         unsettled = self.manifest.load_unsettled()
         if unsettled is None:
             return
-        log.warning("space_unsettled_commit", space=self.space.name, notes=len(unsettled.ids), all=unsettled.everything)
+        log.warning(
+            "space_unsettled_commit", space=self.config.name, notes=len(unsettled.ids), all=unsettled.everything
+        )
         ids, paths = set(unsettled.ids), set(unsettled.paths)
         if unsettled.everything:
             ids |= set(self.manifest.ids())

@@ -8,7 +8,6 @@ writer.
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import threading
 import time
@@ -21,15 +20,18 @@ from notarium_search.graph.channel import GraphChannel
 from notarium_search.index.folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
 from notarium_search.index.indexer import SpaceIndexer, index_fingerprint
 from notarium_search.index.manifest import Manifest
-from notarium_search.index.status import BUILDING_MESSAGE, lexical_status, still_building
+from notarium_search.index.status import BUILDING_MESSAGE, DerivedChannel, lexical_status
 from notarium_search.index.watch import SpaceWatcher
+from notarium_search.index.writer import Job, Writer
 from notarium_search.lexical import search as lexical_search
+from notarium_search.lexical.channel import LexicalChannel
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.notes.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault
 from notarium_search.types import (
     BuildStep,
+    Channel,
     ChannelState,
     ChannelStatus,
     FeedFilter,
@@ -38,9 +40,6 @@ from notarium_search.types import (
     NoteSummary,
     SpaceStatus,
 )
-
-RETRY_FIRST_SECONDS = 5.0  # after a failed pass; doubled after each failure
-RETRY_MAX_SECONDS = 300.0
 
 if TYPE_CHECKING:
     from notarium_search.semantic.channel import SemanticChannel
@@ -86,7 +85,8 @@ class Space:
         self.mismatch = index_mismatch(self.lexical, manifest)
         self.cursors = cursor_codec(self.directory, read_only)
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
-        self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost)
+        self.lexical_channel = LexicalChannel(self.lexical, settings.ranking, lambda: self.indexer.progress)
+        self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost, settings.fusion.k)
         if read_only and settings.graph_boost:
             self.graph.ensure_built()  # nothing will reconcile: read the committed links now
         self.semantic: SemanticChannel | None = None
@@ -94,14 +94,9 @@ class Space:
             from notarium_search.semantic.channel import SemanticChannel
 
             self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
-        self._jobs: queue.Queue[Callable[[], object] | None] = queue.Queue()
-        self._reconcile_queued = threading.Event()  # one pending reconcile covers any number of requests
-        self._pending_lock = threading.Lock()
-        self._pending_full_scan = False  # what the queued reconcile must look at: every file,
-        self._pending_paths: set[str] = set()  # or only these
+        self.writer = Writer(self.name, self._idle_work)
         self._repair_queued = threading.Event()
         self.repaired: str | None = None  # the last repair of the lexical index, for status
-        self._retry_seconds = RETRY_FIRST_SECONDS
         self.watcher: SpaceWatcher | None = None
         if not read_only:
             self.watcher = SpaceWatcher(
@@ -112,8 +107,7 @@ class Space:
                 settings.watch_debounce_ms,
                 settings.reconcile_interval,
             )
-        self.stop_event = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.stop_event = self.writer.stop_event
         self._ready = threading.Event()
         self._failure: str | None = None
         self._folder_away = False  # the last pass found the notes folder missing or empty
@@ -125,8 +119,7 @@ class Space:
     def start(self) -> None:
         """Start the writer thread, queue the start-up reconcile (changes made
         while the service was down), then follow the files."""
-        self._thread = threading.Thread(target=self._run, name=f"writer-{self.name}", daemon=True)
-        self._thread.start()
+        self.writer.start()
         self.request_reindex()
         if self.watcher is not None:
             self.watcher.start()
@@ -138,17 +131,9 @@ class Space:
         change: the pass can look at those alone; without them it scans every
         file. Requests made before the pass starts are merged into it."""
         if full:
-            self._jobs.put(self._full_reindex_job)
-            return
-        with self._pending_lock:
-            if paths is None:
-                self._pending_full_scan = True
-            else:
-                self._pending_paths.update(paths)
-            if self._reconcile_queued.is_set():
-                return
-            self._reconcile_queued.set()
-        self._jobs.put(self._reconcile_job)
+            self.writer.put(self._full_reindex_job)
+        else:
+            self.writer.request_pass(self._reconcile_job, paths)
 
     def attach_embedder(self, embedder: Embedder) -> None:
         """The model is loaded: build or open the vectors (on the writer thread;
@@ -161,11 +146,11 @@ class Space:
                     semantic.attach(embedder, in_slices=True)
                 except StorageFault as exc:
                     log.error(
-                        "semantic_open_failed", space=self.name, error=str(exc), retry_seconds=self._retry_seconds
+                        "semantic_open_failed", space=self.name, error=str(exc), retry_seconds=self.writer.retry_seconds
                     )
-                    self._later(lambda: self._jobs.put(attach))
+                    self.writer.later(lambda: self.writer.put(attach))
 
-            self._jobs.put(attach)
+            self.writer.put(attach)
 
     def semantic_unavailable(self, reason: str) -> None:
         if self.semantic is not None:
@@ -175,15 +160,13 @@ class Space:
         """Ask the watcher and the writer to end, without waiting for them."""
         if self.watcher is not None:
             self.watcher.request_stop()
-        self.stop_event.set()
-        self._jobs.put(None)
+        self.writer.request_stop()
 
     def stop(self, timeout: float = 30.0) -> None:
         self.request_stop()
         if self.watcher is not None:
             self.watcher.stop()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self.writer.join(timeout)
         self.lexical.close()
         if self._lock is not None:
             self._lock.close()  # releases the flock
@@ -192,36 +175,17 @@ class Space:
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
 
-    def _run(self) -> None:
-        """Jobs first; embedding slices whenever the queue is empty, so a long
-        vector build never delays a lexical update by more than one slice."""
-        while not self.stop_event.is_set():
-            embedding = self.semantic is not None and self.semantic.has_work
-            try:
-                job = self._jobs.get(block=not embedding)
-            except queue.Empty:
-                job = self._embed_slice
-            if job is None or self.stop_event.is_set():
-                return
-            try:
-                job()
-            except Exception:  # logged where it happened and shown in status; keep serving jobs
-                log.exception("writer_job_failed", space=self.name)
+    def _idle_work(self) -> Job | None:
+        """A slice of a derived channel's work (embedding), for when no job waits."""
+        busy = next((c for c in self._derived() if c.has_work), None)
+        return busy.work_slice if busy is not None else None
 
     def _retry_later(self) -> None:
         """A failed pass (a full disk, a file locked by another program) is
         tried again by itself, at growing intervals, without waiting for the
         next change of the files."""
-        delay = self._later(self.request_reindex)
+        delay = self.writer.later(self.request_reindex)
         self._failure = f"{self._failure}; retrying in {delay:g} s" if self._failure else None
-
-    def _later(self, action: Callable[[], None]) -> float:
-        """Run `action` after the current retry delay (which then doubles); returns the delay."""
-        delay, self._retry_seconds = self._retry_seconds, min(self._retry_seconds * 2, RETRY_MAX_SECONDS)
-        timer = threading.Timer(delay, action)
-        timer.daemon = True
-        timer.start()
-        return delay
 
     def request_repair(self, reason: str) -> None:
         """The lexical index failed a read: rebuild it from the notes (once,
@@ -230,7 +194,7 @@ class Space:
             self._repair_queued.set()
             log.error("lexical_index_damaged", space=self.name, reason=reason)
             self.repaired = f"lexical index damaged ({reason}): rebuilding from the notes"
-            self._jobs.put(self._repair_job)
+            self.writer.put(self._repair_job)
 
     def _repair_job(self) -> None:
         try:
@@ -263,7 +227,7 @@ class Space:
         self._repair_queued.clear()  # reads fail no more: a new failure is new damage
 
     def _full_reindex_job(self) -> None:
-        self._take_pending()
+        self.writer.take_pending()
         self._rebuild(self.lexical.delete_all)
 
     def _rebuild(self, empty_index: Callable[[], None]) -> None:
@@ -289,24 +253,14 @@ class Space:
         self.indexer.manifest.forget()
         self.indexer.manifest.save()
         empty_index()
-        self.run_reconcile()
-        if self.semantic is not None and self.semantic.index is not None:
-            self.semantic.replan(in_slices=True)
-        self.graph.rebuild()
-
-    def _take_pending(self) -> set[str] | None:
-        """What the next pass covers (None: every file, also when nobody said
-        what changed); changes from now on need another pass."""
-        with self._pending_lock:
-            self._reconcile_queued.clear()
-            paths = None if self._pending_full_scan or not self._pending_paths else self._pending_paths
-            self._pending_full_scan, self._pending_paths = False, set()
-        return paths
+        self._pass()
+        for channel in self._derived():
+            channel.rebuild()
 
     def _reconcile_job(self) -> None:
-        paths = self._take_pending()
+        paths = self.writer.take_pending()
         try:
-            progress = self.run_reconcile(paths=paths)
+            self.run_reconcile(paths=paths)
         except IndexFolderMissing as exc:
             self.request_repair(str(exc))
             return
@@ -315,18 +269,26 @@ class Space:
             # see the condition pass, without waiting for a change of the files.
             self._retry_later()
             return
-        self._retry_seconds = RETRY_FIRST_SECONDS
-        if self.semantic is not None:
-            self.semantic.after_lexical(progress.changed_ids, progress.deleted_ids)
+        self.writer.succeeded()
 
-    def _embed_slice(self) -> None:
-        if self.semantic is not None:
-            self.semantic.work_slice()
+    def _derived(self) -> list[DerivedChannel]:
+        """The channels built from the lexical index, which follow its passes."""
+        return [self.graph] if self.semantic is None else [self.semantic, self.graph]
 
     def run_reconcile(
         self, on_progress: Callable[[IndexProgress], None] | None = None, paths: set[str] | None = None
     ) -> IndexProgress:
-        """One reconcile pass on the calling thread (the writer thread, or the CLI)."""
+        """One reconcile pass on the calling thread (the writer thread, or the
+        CLI and tests), then the channels built from it follow what changed."""
+        progress = self._pass(on_progress, paths)
+        for channel in self._derived():
+            channel.after_lexical(progress.changed_ids, progress.deleted_ids)
+        return progress
+
+    def _pass(
+        self, on_progress: Callable[[IndexProgress], None] | None = None, paths: set[str] | None = None
+    ) -> IndexProgress:
+        """The lexical index brought in line with the files (all, or `paths`)."""
         try:
             progress = self.indexer.reconcile(self.stop_event, on_progress, paths)
         except SpaceUnavailable as exc:
@@ -355,7 +317,6 @@ class Space:
             raise
         self._failure = None
         self._folder_away = False
-        self.graph.after_lexical(progress.changed_ids, progress.deleted_ids)
         if progress.state == IndexState.READY:
             self._ready.set()
         return progress
@@ -402,6 +363,16 @@ class Space:
     def ready(self) -> bool:
         return self.indexer.progress.state == IndexState.READY
 
+    @property
+    def channels(self) -> list[Channel]:
+        """The space's channels that are on, lexical first (the order answers list them in)."""
+        on: list[Channel] = [self.lexical_channel]
+        if self.semantic is not None:
+            on.append(self.semantic)
+        if self.graph.enabled:
+            on.append(self.graph)
+        return on
+
     def on_disk(self, note: NoteSummary) -> bool:
         """Whether the note's file is still there. The index follows deletions
         within a second or so, but later while a long rebuild holds the writer
@@ -440,7 +411,7 @@ class Space:
             lexical=lexical,
             semantic=self.semantic.status() if self.semantic is not None else ChannelStatus(ChannelState.DISABLED),
             graph=self.graph.status(),
-            message=BUILDING_MESSAGE if still_building(progress, self.graph, self.semantic) else None,
+            message=BUILDING_MESSAGE if any(c.building for c in self.channels) else None,
             watch=self.watcher.mode if self.watcher is not None else "off (read-only)",
             collections={
                 c.name: lexical_search.count_notes(self.lexical, FeedFilter(collections=(c.name,)))

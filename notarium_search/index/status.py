@@ -4,13 +4,9 @@ Space.status() assembles from its indexes. No I/O."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from notarium_search.types import IndexProgress, IndexState, LexicalStatus
-
-if TYPE_CHECKING:
-    from notarium_search.graph.channel import GraphChannel
-    from notarium_search.semantic.channel import SemanticChannel
+from notarium_search.types import Channel, IndexProgress, IndexState, LexicalStatus
 
 BUILDING_MESSAGE = "Building search index…"
 
@@ -40,10 +36,19 @@ def lexical_status(progress: IndexProgress, error: str | None, repaired: str | N
     )
 
 
-def still_building(progress: IndexProgress, graph: GraphChannel, semantic: SemanticChannel | None) -> bool:
-    """Whether any index of the space that is on is still being built."""
-    if progress.state == IndexState.BUILDING:
-        return True
-    if graph.enabled and not graph.built:
-        return True
-    return semantic is not None and not semantic.unavailable and not semantic.ready
+class DerivedChannel(Channel, Protocol):
+    """A channel built from the lexical index (semantic, graph): the space's
+    writer thread keeps it in step with each pass."""
+
+    @property
+    def has_work(self) -> bool:
+        """Whether it has work to do between the writer's jobs (embedding)."""
+
+    def work_slice(self) -> None:
+        """One bounded slice of that work, on the writer thread."""
+
+    def after_lexical(self, changed: set[str], deleted: set[str]) -> None:
+        """Follow a pass: these notes were (re)indexed, these deleted."""
+
+    def rebuild(self) -> None:
+        """Every note was read again (a full reindex, a repair): read them all again."""

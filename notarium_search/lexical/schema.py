@@ -112,7 +112,7 @@ class Payload(PayloadHead, frozen=True, array_like=True):
         summary = self.summary()
         return ParsedNote(
             id=self.id,
-            rel_path=self.path,
+            path=self.path,
             title=self.title,
             aliases=self.aliases,
             tags=self.tags,
@@ -182,7 +182,7 @@ def ancestors(path: str) -> list[str]:
 def to_document(note: ParsedNote) -> tantivy.Document:
     doc = tantivy.Document()
     doc.add_text("id", note.id)
-    doc.add_text("path", note.rel_path)
+    doc.add_text("path", note.path)
     doc.add_text("title", note.title)
     for alias in note.aliases:
         doc.add_text("aliases", alias)
@@ -208,7 +208,7 @@ def to_document(note: ParsedNote) -> tantivy.Document:
     doc.add_integer("feed_key", feed_key(note.updated, note.id))
     payload = Payload(
         id=note.id,
-        path=note.rel_path,
+        path=note.path,
         title=note.title,
         aliases=note.aliases,
         tags=note.tags,

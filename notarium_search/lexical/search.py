@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Iterator
-from functools import partial
+from dataclasses import dataclass
 
 import tantivy
 from tantivy import FieldType, Occur, Order, Query
@@ -56,17 +56,16 @@ def search(
     hits = []
     for rank, (score, address) in enumerate(result.hits):
         raw = _raw_payload(searcher, address)
+        # The stored note and the query's terms: enough to cut the snippets
+        # later (`snippets_of`), for the hits fusion keeps.
+        later = Evidence(raw, terms) if with_snippets else None
         if rank < snippet_depth or rank < phrase_depth:
             payload = decode_payload(raw)
             exact = holds_phrase is not None and rank < phrase_depth and holds_phrase(payload.title, payload.text)
-            # A note with a title and no body (yet) shows its title as its snippet.
-            cut = partial(make_snippets, payload.text, terms, index.analyzers, fallback=payload.title)
-            snippets = cut() if rank < snippet_depth else ()
-            later = cut if with_snippets else None
-            hits.append(ChannelHit(payload.summary(), float(score), snippets, exact=exact, more_snippets=later))
+            snippets = _cut(payload, terms, index.analyzers) if rank < snippet_depth else ()
+            hits.append(ChannelHit(payload.summary(), float(score), snippets, exact=exact, evidence=later))
         else:  # deep: fusion will drop most of these, so only the note's head is decoded now
-            later = partial(_snippets_of, raw, terms, index.analyzers) if with_snippets else None
-            hits.append(ChannelHit(decode_head(raw).summary(), float(score), (), more_snippets=later))
+            hits.append(ChannelHit(decode_head(raw).summary(), float(score), (), evidence=later))
     unmatched = tuple(dict.fromkeys(t.surface for t in absent if not _prefix_matches(searcher, plan, t)))
     return ChannelResult(CHANNEL, tuple(hits), unmatched)
 
@@ -203,8 +202,23 @@ def _raw_payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> byt
     return raw
 
 
-def _snippets_of(raw: bytes, terms: HighlightTerms, analyzers: Analyzers) -> tuple[Snippet, ...]:
-    payload = decode_payload(raw)
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a lexical hit keeps to cut its snippets later: its stored note, undecoded, and the query's terms."""
+
+    raw: bytes
+    terms: HighlightTerms
+
+
+def snippets_of(index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, ...]:
+    """The snippets of a hit `search` made without them (none when it was asked for no snippets)."""
+    if hit.snippets or not isinstance(hit.evidence, Evidence):
+        return hit.snippets
+    return _cut(decode_payload(hit.evidence.raw), hit.evidence.terms, index.analyzers)
+
+
+def _cut(payload: Payload, terms: HighlightTerms, analyzers: Analyzers) -> tuple[Snippet, ...]:
+    # A note with a title and no body (yet) shows its title as its snippet.
     return make_snippets(payload.text, terms, analyzers, fallback=payload.title)
 
 

@@ -29,13 +29,13 @@ MARK = "**"  # around highlighted words: Markdown bold, which assistants read as
 PARTIAL = "Still indexing: results come from the notes indexed so far."
 
 
-def search_text(space: str, response: SearchResponse, lexical_only: str | None) -> str:
+def search_text(space_name: str, response: SearchResponse, lexical_only: str | None) -> str:
     found = len(response.results)
     channels = ", ".join(response.channels_used) or "none"
     head = (
-        f'{_notes(found)} for "{response.query}" in space {space}, best first (channels: {channels}).'
+        f'{_notes(found)} for "{response.query}" in space {space_name}, best first (channels: {channels}).'
         if found
-        else f'No note matches "{response.query}" in space {space}.'
+        else f'No note matches "{response.query}" in space {space_name}.'
     )
     lines = [head]
     if lexical_only:
@@ -65,9 +65,9 @@ def _hit_lines(rank: int, hit: SearchHit) -> list[str]:
     return lines
 
 
-def related_text(space: str, detail: NoteDetail, echoes: Sequence[Echo], unavailable: str | None) -> str:
+def related_text(space_name: str, detail: NoteDetail, echoes: Sequence[Echo], unavailable: str | None) -> str:
     note = detail.record.note
-    lines = [f'Notes related to "{note.title}" (id: {note.id}) in space {space}.']
+    lines = [f'Notes related to "{note.title}" (id: {note.id}) in space {space_name}.']
     if unavailable:
         lines.append(f"Semantic neighbours unavailable: {unavailable}.")
     elif not echoes:
@@ -93,11 +93,11 @@ def _link_lines(detail: NoteDetail) -> list[str]:
     return lines
 
 
-def frontmatter_text(space: str, page: NotesPage, criteria: str) -> str:
+def frontmatter_text(space_name: str, page: NotesPage, criteria: str) -> str:
     if page.items:
-        lines = [f"{_notes(len(page.items))} in space {space} ({criteria}), most recently updated first."]
+        lines = [f"{_notes(len(page.items))} in space {space_name} ({criteria}), most recently updated first."]
     else:
-        lines = [f"No note in space {space} matches ({criteria})."]
+        lines = [f"No note in space {space_name} matches ({criteria})."]
     if page.partial:
         lines.append(PARTIAL)
     for rank, record in enumerate(page.items, start=1):
@@ -121,11 +121,11 @@ def _record_lines(rank: int, record: NoteRecord) -> list[str]:
     ]
 
 
-def activations_text(space: str, days: int, since: datetime, found: Sequence[NoteRecord]) -> str:
+def activations_text(space_name: str, days: int, since: datetime, found: Sequence[NoteRecord]) -> str:
     window = f"in the last {days} days (since {_day(since)})"
     if not found:
-        return f"No note of space {space} records a use {window}."
-    lines = [f"{_notes(len(found))} of space {space} used {window}, most recent use first."]
+        return f"No note of space {space_name} records a use {window}."
+    lines = [f"{_notes(len(found))} of space {space_name} used {window}, most recent use first."]
     for rank, record in enumerate(found, start=1):
         lines.append(f"{rank}. {record.note.title}")
         lines.append(f"   {_where(record.note)}")
@@ -133,10 +133,10 @@ def activations_text(space: str, days: int, since: datetime, found: Sequence[Not
     return "\n".join(lines)
 
 
-def note_text(space: str, detail: NoteDetail, piece: str | None, offset: int, total: int, bound: int) -> str:
+def note_text(space_name: str, detail: NoteDetail, piece: str | None, offset: int, total: int, bound: int) -> str:
     record = detail.record
     note = record.note
-    lines = [f"# {note.title}", f"{_where(note)} | space: {space}", _dates_and_tags(note)]
+    lines = [f"# {note.title}", f"{_where(note)} | space: {space_name}", _dates_and_tags(note)]
     if note.aliases:
         lines.append(f"aliases: {', '.join(note.aliases)}")
     if record.collections:

@@ -134,7 +134,7 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
     warnings.extend(f"unreadable date in frontmatter field {k!r}: {_preview(meta[k])}" for k in sorted(unreadable))
     return ParsedNote(
         id=_note_id(meta.get("id"), rel_path),
-        rel_path=rel_path,
+        path=rel_path,
         title=title.strip()[:MAX_TITLE_CHARS],
         aliases=_string_list(meta.get("aliases", meta.get("alias"))),
         tags=tuple(dict.fromkeys(tags)),

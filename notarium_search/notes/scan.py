@@ -120,7 +120,7 @@ def scan_space(root: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -
     while pending:
         rel_dir, depth = pending.pop()
         pending.extend((folder, depth + 1) for folder in walk.folder(rel_dir, depth))
-    walk.found.sort(key=lambda s: s.rel_path)
+    walk.found.sort(key=lambda s: s.path)
     return Scan(walk.found, tuple(walk.unreadable), frozenset(walk.unknown))
 
 
@@ -205,7 +205,7 @@ def _stat(root_real: Path, abs_path: str, rel_path: str) -> SourceFile | None:
         raise
     if not stat.S_ISREG(info.st_mode):
         return None
-    return SourceFile(rel_path=rel_path, abs_path=abs_path, size=info.st_size, mtime_ns=info.st_mtime_ns)
+    return SourceFile(path=rel_path, abs_path=abs_path, size=info.st_size, mtime_ns=info.st_mtime_ns)
 
 
 def open_note(root_real: str, rel_path: str) -> BinaryIO:

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import structlog
 
 from notarium_search.lexical import search as lexical
@@ -24,7 +23,7 @@ from notarium_search.lexical.store import LexicalIndex
 from notarium_search.semantic import search as semantic_search
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
-from notarium_search.types import ChannelResult, ChannelState, ChannelStatus, Echo, FeedFilter
+from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Echo, Snippet
 
 SLICE_FRAGMENTS = 64  # embedded between two looks at the writer's queue (~2 s on 2 cores)
 # Notes read, chunked and planned between two looks at the writer's queue when
@@ -47,8 +46,10 @@ class _Replan:
 
 
 class SemanticChannel:
-    def __init__(self, space: str, directory: Path, lexical_index: LexicalIndex) -> None:
-        self.space = space
+    name = semantic_search.CHANNEL
+
+    def __init__(self, space_name: str, directory: Path, lexical_index: LexicalIndex) -> None:
+        self.space_name = space_name
         self.directory = directory
         self.lexical = lexical_index
         self.index: SemanticIndex | None = None
@@ -92,7 +93,15 @@ class SemanticChannel:
         self.index.forget_missing(replan.seen | replan.fresher)
         if not self.index.has_pending:
             self.index.checkpoint()
-        log.info("semantic_planned", space=self.space, pending=self.index.progress.pending, vectors=self.index.size())
+        log.info(
+            "semantic_planned", space=self.space_name, pending=self.index.progress.pending, vectors=self.index.size()
+        )
+
+    def rebuild(self) -> None:
+        """Every note was read again (a full reindex, a repair): plan them all
+        again, in slices; unchanged fragments keep their vectors."""
+        if self.index is not None:
+            self.replan(in_slices=True)
 
     def after_lexical(self, changed: set[str], deleted: set[str]) -> None:
         if self.index is None or not (changed or deleted):
@@ -116,13 +125,17 @@ class SemanticChannel:
             self._plan_slice()
             return
         if self.index.embed_pending(SLICE_FRAGMENTS) and not self.index.has_pending:
-            log.info("semantic_ready", space=self.space, vectors=self.index.size())
+            log.info("semantic_ready", space=self.space_name, vectors=self.index.size())
 
     # -- readers -----------------------------------------------------------
 
     @property
     def ready(self) -> bool:
         return self.index is not None and not self.index.has_pending
+
+    @property
+    def building(self) -> bool:
+        return not self.unavailable and not self.ready
 
     def why_not_ready(self) -> str:
         if self.unavailable:
@@ -161,8 +174,12 @@ class SemanticChannel:
         assert self.index is not None
         return semantic_search.related(self.index, self.lexical, note_id, limit, min_seconds_apart, allowed)
 
-    def search(
-        self, query: np.ndarray, text: str, filters: FeedFilter, limit: int, snippet_depth: int | None = None
-    ) -> ChannelResult:
+    def search(self, query: ChannelQuery) -> ChannelResult:
+        """The notes with the nearest fragments to `query.vector`."""
         assert self.index is not None
-        return semantic_search.search(self.index, self.lexical, query, text, filters, limit, snippet_depth)
+        return semantic_search.search(
+            self.index, self.lexical, query.vector, query.text, query.filters, query.depth, query.snippet_depth
+        )
+
+    def snippets(self, hit: ChannelHit) -> tuple[Snippet, ...]:
+        return semantic_search.snippets_of(self.lexical, hit)

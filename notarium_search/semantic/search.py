@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import partial
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,8 +46,8 @@ def search(
     results = []
     for rank, (note_id, fragments) in enumerate(ranked):
         if rank >= depth:
-            later = partial(_fetched_snippets, lexical_index, note_id, fragments, terms)
-            results.append(ChannelHit(None, fragments[0][1], (), more_snippets=later, note_id=note_id))
+            later = Evidence(tuple(fragments), terms)
+            results.append(ChannelHit(None, fragments[0][1], (), note_id=note_id, evidence=later))
             continue
         payload = payloads.get(note_id)
         if payload is None:  # deleted since: the vectors lag the lexical index
@@ -56,15 +57,27 @@ def search(
     return ChannelResult(CHANNEL, tuple(results))
 
 
-def _fetched_snippets(
-    lexical_index: LexicalIndex, note_id: str, fragments: list[tuple[Record, float]], terms: HighlightTerms
-) -> tuple[Snippet, ...]:
-    payload = lexical.payloads_by_id(lexical_index, [note_id]).get(note_id)
-    return _snippets(payload.text, fragments, terms, lexical_index) if payload is not None else ()
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a semantic hit keeps to cut its snippets later: its nearest fragments, and the query's terms."""
+
+    fragments: tuple[tuple[Record, float], ...]
+    terms: HighlightTerms
+
+
+def snippets_of(lexical_index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, ...]:
+    """The snippets of a hit `search` made without them: its fragments, read
+    from the note as the lexical index holds it now."""
+    if hit.snippets or not isinstance(hit.evidence, Evidence):
+        return hit.snippets
+    payload = lexical.payloads_by_id(lexical_index, [hit.note_id]).get(hit.note_id)
+    if payload is None:
+        return ()
+    return _snippets(payload.text, hit.evidence.fragments, hit.evidence.terms, lexical_index)
 
 
 def _snippets(
-    text: str, fragments: list[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
+    text: str, fragments: Sequence[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
 ) -> tuple[Snippet, ...]:
     found = (_snippet(text, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
     return tuple(s for s in found if s is not None)

@@ -273,7 +273,7 @@ class Settings:
     valid space names (e.g. `Zettelkasten`), found while loading; logged at
     start and listed by `notarium-search status`."""
 
-    def space(self, name: str) -> SpaceConfig | None:
+    def space_config(self, name: str) -> SpaceConfig | None:
         return next((s for s in self.spaces if s.name == name), None)
 
 

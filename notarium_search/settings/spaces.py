@@ -65,10 +65,10 @@ def read_spaces(
         raise ConfigError("[spaces] must be a table of [spaces.NAME] tables")
     for name, table in tables.items():
         found[name] = _space_table(name, table, found.get(name), settings, base_dir, include, exclude)
-    for space in found.values():
-        _check_space(space)
+    for config in found.values():
+        _check_space(config)
     _check_indexes_apart(tuple(found.values()), settings.index_dir)
-    declared = {space.path.resolve() for space in found.values()}
+    declared = {config.path.resolve() for config in found.values()}
     taken = set(found)
     ignored = []
     for folder in misnamed:
@@ -128,12 +128,14 @@ def _space_table(
     )
 
 
-def _collections(space: str, tables: Any) -> tuple[CollectionConfig, ...]:
+def _collections(space_name: str, tables: Any) -> tuple[CollectionConfig, ...]:
     if not isinstance(tables, dict):
-        raise ConfigError(f"[spaces.{space}.collections] must be a table of [spaces.{space}.collections.NAME] tables")
+        raise ConfigError(
+            f"[spaces.{space_name}.collections] must be a table of [spaces.{space_name}.collections.NAME] tables"
+        )
     found = []
     for name, table in sorted(tables.items()):
-        where = f"[spaces.{space}.collections.{name}]"
+        where = f"[spaces.{space_name}.collections.{name}]"
         if not valid_space_name(name) or not isinstance(table, dict):
             raise ConfigError(f"{where}: the name must match {SPACE_NAME_PATTERN} and the value be a table")
         unknown = set(table) - {"folder", "pattern", "root_only", "chunking"}
@@ -158,11 +160,11 @@ def _collections(space: str, tables: Any) -> tuple[CollectionConfig, ...]:
     return tuple(found)
 
 
-def _check_space(space: SpaceConfig) -> None:
-    if space.language not in LANGUAGES:
-        raise ConfigError(f"space {space.name}: language must be one of {LANGUAGES}")
-    if not space.path.is_dir():
-        raise ConfigError(f"space {space.name}: {space.path} is not a directory")
+def _check_space(config: SpaceConfig) -> None:
+    if config.language not in LANGUAGES:
+        raise ConfigError(f"space {config.name}: language must be one of {LANGUAGES}")
+    if not config.path.is_dir():
+        raise ConfigError(f"space {config.name}: {config.path} is not a directory")
 
 
 def _check_indexes_apart(spaces: tuple[SpaceConfig, ...], index_dir: Path) -> None:
@@ -171,7 +173,7 @@ def _check_indexes_apart(spaces: tuple[SpaceConfig, ...], index_dir: Path) -> No
     the other), or indexing writes manifest.json, lexical/ and writer.lock
     among the notes (index_dir = spaces_root did), and a rebuild deletes
     there."""
-    folders = [(space.name, (index_dir / space.name).resolve(), space.path.resolve()) for space in spaces]
+    folders = [(config.name, (index_dir / config.name).resolve(), config.path.resolve()) for config in spaces]
     for name, index, _ in folders:
         for other, _, notes in folders:
             if index == notes or notes in index.parents:

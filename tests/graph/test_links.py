@@ -316,7 +316,7 @@ def test_note_links_of_parsed_stored_and_plain_notes():
     when = datetime(2024, 1, 1, tzinfo=UTC)
     parsed = ParsedNote(
         id="a",
-        rel_path="x/A.md",
+        path="x/A.md",
         title="Alpha",
         aliases=("al",),
         tags=(),

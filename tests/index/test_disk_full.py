@@ -25,11 +25,11 @@ SCRIPT = textwrap.dedent(
     from notarium_search.types import FeedFilter
     from notarium_search.service import Service
     from notarium_search.settings import Settings, SpaceConfig
-    import notarium_search.index.space as space_module
+    import notarium_search.index.writer as writer_module
 
     import notarium_search.index.indexer as indexer
 
-    space_module.RETRY_FIRST_SECONDS = 0.5  # the test's patience, not the service's
+    writer_module.RETRY_FIRST_SECONDS = 0.5  # the test's patience, not the service's
     indexer.FIRST_COMMIT_SECONDS = 3600.0  # one commit, at the end of the pass, however slow the machine
     root, index = Path(sys.argv[1]), Path(sys.argv[2])
     settings = Settings(spaces=(SpaceConfig("notes", root, "fr"),), index_dir=index, log_level="error",

@@ -253,7 +253,7 @@ def test_include_and_exclude_globs_choose_the_notes(tmp_path: Path):
     )
     settings = load_settings(config, env={})
     (space_config,) = settings.spaces
-    assert [f.rel_path for f in scan_space(notes, space_config.include, space_config.exclude).files] == sorted(kept)
+    assert [f.path for f in scan_space(notes, space_config.include, space_config.exclude).files] == sorted(kept)
     service = Service(settings)
     space = service.spaces["notes"]
     space.run_reconcile()
@@ -307,7 +307,7 @@ def test_an_explicit_space_holding_its_own_index_folder_is_refused(tmp_path: Pat
     other = tmp_path / "other"
     other.mkdir()
     config.write_text(f'index_dir = "{tmp_path / "i"}"\n[spaces.x]\npath = "{notes}"\n')
-    assert load_settings(config, env={}).space("x") is not None  # i/x and i/p are apart
+    assert load_settings(config, env={}).space_config("x") is not None  # i/x and i/p are apart
     config.write_text(f'index_dir = "{tmp_path / "i"}"\n[spaces.x]\npath = "{notes}"\n[spaces.p]\npath = "{other}"\n')
     with pytest.raises(ConfigError, match=f"index folder {notes} of space p must not be inside .* of space x"):
         load_settings(config, env={})
@@ -577,9 +577,9 @@ def test_an_empty_mount_point_keeps_the_index_until_a_full_reindex(vault: Vault)
 
 
 def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, monkeypatch: pytest.MonkeyPatch):
-    import notarium_search.index.space as space_module
+    import notarium_search.index.writer as writer_module
 
-    monkeypatch.setattr(space_module, "RETRY_FIRST_SECONDS", 0.2)  # the retry delay, not the behaviour
+    monkeypatch.setattr(writer_module, "RETRY_FIRST_SECONDS", 0.2)  # the retry delay, not the behaviour
     for name in ("a", "b", "c"):
         vault.write(f"{name}.md", note(name, "texte commun"))
     service = Service(vault.settings(watch=False, reconcile_interval=0))  # only the retries can see it back
@@ -598,7 +598,7 @@ def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, 
         saved = manifest.read_bytes()
         service.reindex("notes", full=True)
         done = threading.Event()
-        space._jobs.put(done.set)  # the writer runs its jobs in order: this one runs after the reindex
+        space.writer.put(done.set)  # the writer runs its jobs in order: this one runs after the reindex
         assert done.wait(15)
         assert manifest.read_bytes() == saved  # emptied, a restart now would drop the whole index
         assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]

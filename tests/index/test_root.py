@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from notarium_search import cli
+from notarium_search.cli.indexing import index_folders_writable
 from notarium_search.index.root import PROBE_PREFIX, ensure_writable
 from notarium_search.settings import load_settings
 from tests.conftest import PROJECT_ROOT
@@ -184,7 +184,7 @@ def test_serve_checks_every_space_folder_and_leaves_only_the_folders(shared: Pat
     rather than starting a server."""
     index_dir = shared / "data" / "index"
     settings = load_settings(env={"NOTARIUM_SPACES_ROOT": str(shared / "spaces"), "NOTARIUM_INDEX_DIR": str(index_dir)})
-    assert cli._index_folders_writable(settings, settings.spaces)
+    assert index_folders_writable(settings, settings.spaces)
     assert files_under(shared / "data") == ["index", "index/notes"]
 
 

@@ -194,7 +194,7 @@ def test_a_service_asks_every_space_to_stop_before_waiting_for_one(vault: Vault)
         busy.set()
         release.wait(WAIT_SECONDS)
 
-    first._jobs.put(hold)
+    first.writer.put(hold)
     assert busy.wait(WAIT_SECONDS)
     real_stop = first.stop
 

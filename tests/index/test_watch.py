@@ -119,7 +119,7 @@ def test_reindex_full_rebuilds_from_the_files(vault: Vault, live: Service):
     space = live.spaces["notes"]
     live.reindex("notes", full=True)
     done = threading.Event()
-    space._jobs.put(done.set)  # the writer runs its jobs in order: this one runs after the rebuild
+    space.writer.put(done.set)  # the writer runs its jobs in order: this one runs after the rebuild
     assert done.wait(WAIT_SECONDS)
     assert found(live, "prunes") == ["c"]
     assert found(live, "cerise") == []

@@ -145,7 +145,7 @@ class TestBasicFields:
     def test_plain_note_without_frontmatter(self):
         note = parse("Juste du texte.\n", "dossier/sous/fichier.md")
         assert note.id == "dossier/sous/fichier.md"
-        assert note.rel_path == "dossier/sous/fichier.md"
+        assert note.path == "dossier/sous/fichier.md"
         assert note.folder == "dossier/sous"
         assert note.title == "fichier"
         assert note.text == "Juste du texte."
@@ -285,7 +285,7 @@ class TestUnicodeNormalisation:
         # Paths map back to files: the decomposed name on disk stays as it is.
         path = unicodedata.normalize("NFD", "dossier/Réunion d'été.md")
         note = parse("Corps.\n", path)
-        assert note.rel_path == path
+        assert note.path == path
         assert note.id == path
         assert note.folder == "dossier"
         assert note.title == "Réunion d'été"  # shown to people: NFC

@@ -1,0 +1,74 @@
+"""Embedding a space's fragments for a benchmark: `Space.build`, as the CLI's
+`index` runs it, with the figures a benchmark reports (plan and embedding
+time, throughput, checkpoints) and a progress line on stderr now and then."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from notarium_search.index.space import Space
+    from notarium_search.semantic.embedding import Embedder
+    from notarium_search.types import BuildStep
+
+PROGRESS_SECONDS = 30.0  # a progress line this often: a large collection embeds for minutes
+
+
+@dataclass
+class _Clock:
+    """When each stage of the build began, read from its progress reports."""
+
+    started: float = field(default_factory=time.perf_counter)
+    planned: float | None = None  # the first report of the fragments stage: the plan is made
+    cpu_at_plan: float = 0.0
+    generation_at_plan: int = 0
+    fragments: int = 0
+    reported: float = 0.0
+
+
+def embed_space(space: Space, embedder: Embedder) -> dict[str, Any]:
+    """Every fragment of the space embedded on this thread (the lexical pass
+    first, if the notes changed); the vectors are then ready to search."""
+    if space.semantic is None:
+        raise RuntimeError(f"space {space.name} has no semantic channel (build it with vector_search=True)")
+    clock = _Clock()
+    lexical_done = [clock.started]
+
+    def on_progress(step: BuildStep) -> None:
+        now = time.perf_counter()
+        if step.stage == "notes":
+            lexical_done[0] = now
+            return
+        if clock.planned is None:
+            clock.planned, clock.reported = now, now
+            clock.cpu_at_plan = time.process_time()
+            clock.fragments = step.total or 0
+            assert space.semantic is not None
+            assert space.semantic.index is not None
+            clock.generation_at_plan = space.semantic.index.generation
+        elif now - clock.reported > PROGRESS_SECONDS:
+            clock.reported = now
+            rate = step.done / (now - clock.planned)
+            print(f"  embedded {step.done:,}/{clock.fragments:,} fragments ({rate:.1f}/s)", file=sys.stderr, flush=True)
+
+    space.build(on_progress, embedder)
+    ended = time.perf_counter()
+    index = space.semantic.index
+    assert index is not None
+    assert clock.planned is not None
+    embed_s, fragments = ended - clock.planned, clock.fragments
+    measured = fragments > 0 and embed_s > 0
+    return {
+        "fragments": fragments if measured else None,
+        "vectors": index.size(),
+        "notes_with_vectors": len(index.notes),
+        "plan_seconds": round(clock.planned - lexical_done[0], 3),
+        "embed_seconds": round(embed_s, 3) if measured else None,
+        "fragments_per_second": round(fragments / embed_s, 2) if measured else None,
+        "cpu_seconds": round(time.process_time() - clock.cpu_at_plan, 3) if measured else None,
+        "checkpoints": index.generation - clock.generation_at_plan,
+        "reused": not measured,
+    }

@@ -1,0 +1,74 @@
+"""`search`: an indexed space searched from the shell, beside a running service or not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from notarium_search.cli import only, unknown_space
+from notarium_search.logsetup import configure_logging
+from notarium_search.settings import Settings
+
+
+def search_command(settings: Settings, args: argparse.Namespace) -> int:
+    from notarium_search.bodies import search_body
+    from notarium_search.errors import NotariumError
+    from notarium_search.index.space import NotIndexed
+    from notarium_search.lexical.store import IndexUnreadable
+    from notarium_search.service import Service
+    from notarium_search.storage.faults import StorageFault
+    from notarium_search.types import FeedFilter
+
+    configure_logging("error", sys.stderr)
+    if settings.space_config(args.space) is None:
+        return unknown_space(settings, args.space)
+    try:
+        service = Service(only(settings, args.space), read_only=True)
+        response = service.search(args.space, args.query, FeedFilter(args.folder, tuple(args.tag)), args.limit)
+    except (NotIndexed, IndexUnreadable, StorageFault, NotariumError) as exc:
+        print(f"notarium-search: {getattr(exc, 'detail', exc)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(jsonable(asdict(search_body(response))), ensure_ascii=False, indent=2))
+        return 0
+    _print_results(response)
+    return 0
+
+
+def _print_results(response: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"{len(response.results)} results in {response.took_ms:.1f} ms")
+    for column in ("#", "title", "path", "snippet"):
+        table.add_column(column)
+    for rank, hit in enumerate(response.results, start=1):
+        snippet = Text()
+        if hit.snippets:
+            first = hit.snippets[0]
+            snippet.append(first.text)
+            for r in first.highlights:
+                snippet.stylize("bold yellow", r.start, r.end)
+        table.add_row(str(rank), hit.note.title, hit.note.path, snippet)
+    console = Console()
+    console.print(table)
+    if response.unmatched_terms:
+        console.print(f"no note contains: {', '.join(response.unmatched_terms)}")
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    return value
