@@ -20,7 +20,9 @@ the space is also embedded, synchronously, with the real semantic channel
         --model ../shared/models/multilingual-e5-small-int8 --out /tmp/eval-piaf.json
 
 `--dump FILE` also writes each query's channel rankings with their scores, for
-bench/fusion_sweep.py to score other fusion settings offline.
+bench/fusion_sweep.py and bench/relevance_sweep.py to score other fusion
+settings offline; the collection's no-answer queries (../shared/eval/noanswer)
+too, apart, when there are some.
 
 Each run reports nDCG@10, Recall@100 and the query latency p50 (one query at a
 time, in-process); the build reports embedding throughput (fragments/s). The
@@ -283,6 +285,7 @@ def dump_channels(
             "lexical": [[hit.note_id, hit.score] for hit in found.hits],
             "semantic": [[hit.note_id, hit.score] for hit in near.hits],
             "exact": [hit.note_id for hit in found.hits if hit.exact],
+            "unrelated": near.unrelated,  # what unrelated text scores against the query (semantic/calibration.py)
         }
     return out
 
@@ -322,6 +325,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         runs = {mode: score(rankers[mode], queries, qrels) for mode in MODES}
         if args.dump is not None:
             dumped = {"qrels": qrels, "queries": dump_channels(service, embedder, queries)}
+            noanswer = args.collection.parent / "noanswer" / f"{name}.jsonl"
+            if noanswer.is_file():  # queries nothing answers (../shared/eval/noanswer), kept apart
+                rows = [json.loads(line) for line in noanswer.read_text(encoding="utf-8").splitlines() if line]
+                dumped["noanswer"] = dump_channels(service, embedder, {r["id"]: r["text"] for r in rows})
             args.dump.write_text(json.dumps(dumped), encoding="utf-8")
         return {
             "collection": name,

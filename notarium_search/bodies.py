@@ -68,6 +68,9 @@ class TraceOut:
     rank: int  # 1-based rank of the note in the channel
     score: float  # the channel's own score (BM25, cosine similarity, graph weight)
     contribution: float  # its share of the fused score (contributions sum to the score)
+    below_floor: bool = (
+        False  # semantic: below the model's similarity floor, it only adds to a note another channel found
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,7 @@ class SearchBody:
     unmatched_terms: list[str]
     partial: bool  # the space is still indexing: results come from what is committed
     took_ms: float
+    caveats: dict[str, str]  # channel → why its answer counts less for this query (hits below a floor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +223,10 @@ def note_body(detail: NoteDetail) -> NoteBody:
 
 def search_result(hit: SearchHit, explain: bool = False) -> SearchResult:
     trace = (
-        {c: TraceOut(t.rank, round(t.score, 6), round(t.contribution, 6)) for c, t in hit.trace.items()}
+        {
+            c: TraceOut(t.rank, round(t.score, 6), round(t.contribution, 6), not t.confident)
+            for c, t in hit.trace.items()
+        }
         if explain
         else None
     )
@@ -242,6 +249,7 @@ def search_body(response: SearchResponse, explain: bool = False) -> SearchBody:
         unmatched_terms=list(response.unmatched_terms),
         partial=response.partial,
         took_ms=response.took_ms,
+        caveats=response.caveats,
     )
 
 

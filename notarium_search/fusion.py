@@ -107,20 +107,29 @@ FETCH_SLACK = 5
 def ranking(results: Sequence[ChannelResult], config: FusionConfig) -> list[Fused]:
     """One channel: its own order and scores. Several: Reciprocal Rank Fusion
     over the channels and the exact-phrase list, with each note's trace (rank,
-    contribution per channel; contributions sum to the score)."""
+    contribution per channel; contributions sum to the score). Either way, a
+    note only hits that are not `confident` found (a semantic fragment below
+    the model's similarity floor) is left out: such a hit adds to a note
+    another channel found, never lists one alone."""
     answering = [r for r in results if r.hits]
+    standing = {h.note_id for r in answering for h in r.hits if h.confident}
     if len(answering) == 1:
         (alone,) = answering
         return [
             Fused(hit.note_id, hit.score, {alone.channel: Contribution(rank, hit.score)})
             for rank, hit in enumerate(alone.hits, start=1)
+            if hit.note_id in standing
         ]
     rankings = {r.channel: [h.note_id for h in r.hits] for r in answering}
     scores = {r.channel: [h.score for h in r.hits] for r in answering}
     exact = [h.note_id for r in answering for h in r.hits if h.exact]
     if exact:
         rankings[PHRASE] = exact  # no scores: every exact match is as exact as the others
-    return rrf(rankings, config.k, config.weights(), scores, config.score_floor)
+    weights = config.weights()
+    for result in answering:
+        weights[result.channel] *= result.weight  # a channel weak on this query counts less
+    fused = rrf(rankings, config.k, weights, scores, config.score_floor)
+    return [entry for entry in fused if entry.note_id in standing]
 
 
 def found_by(results: Sequence[ChannelResult]) -> dict[str, dict[str, ChannelHit]]:
@@ -188,7 +197,7 @@ def hits(
             break
         by_channel = found[entry.note_id]
         trace = {
-            channel: ChannelTrace(c.rank, _own_score(by_channel, channel), c.amount)
+            channel: ChannelTrace(c.rank, _own_score(by_channel, channel), c.amount, _confident(by_channel, channel))
             for channel, c in entry.trace.items()
         }
         merged.append(
@@ -202,6 +211,10 @@ def hits(
             )
         )
     return tuple(merged)
+
+
+def _confident(by_channel: dict[str, ChannelHit], channel: str) -> bool:
+    return channel == PHRASE or by_channel[channel].confident
 
 
 def _own_score(by_channel: dict[str, ChannelHit], channel: str) -> float:

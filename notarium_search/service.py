@@ -232,6 +232,7 @@ class Service:
             unmatched_terms=results[0].unmatched_terms,
             partial=not space.ready,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
+            caveats={r.channel: why for c, r in zip(channels, results, strict=True) if (why := c.caveat(r))},
         )
 
     def _query_vector(self, space: Space, text: str, started: float, degraded: dict[str, str]) -> Any:

@@ -91,6 +91,9 @@ class ChannelHit:
     exact: bool = False  # lexical: the title or text holds the whole query
     reason: str | None = None  # graph: why the note was brought in ("linked from: …")
     note_id: str = ""  # the note's id (set from `note` when given)
+    # False: the hit alone does not justify listing the note (a fragment below
+    # the model's similarity floor); it may only add to a note another channel found.
+    confident: bool = True
     # What the channel needs to cut this hit's snippets later, if fusion keeps
     # it (`Channel.snippets`): only the channel that made it reads it.
     evidence: Any = field(default=None, compare=False, repr=False)
@@ -109,6 +112,9 @@ class ChannelResult:
     channel: str
     hits: tuple[ChannelHit, ...]
     unmatched_terms: tuple[str, ...] = ()
+    floor: float | None = None  # the score a hit needed to count on its own for this query (semantic)
+    weight: float = 1.0  # how much fusion trusts this answer (times the configured weight): less when weak
+    unrelated: float | None = None  # semantic: what unrelated text scores against this query
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +156,9 @@ class Channel(Protocol):
     def snippets(self, hit: ChannelHit) -> tuple[Snippet, ...]:
         """The snippets of one of its hits made without them (past `snippet_depth`)."""
 
+    def caveat(self, result: ChannelResult) -> str | None:
+        """Why its answer to this query counts less than it seems (hits below a floor), or None."""
+
 
 @dataclass(frozen=True, slots=True)
 class ChannelTrace:
@@ -158,6 +167,7 @@ class ChannelTrace:
     rank: int  # 1-based rank of the note in the channel
     score: float  # the channel's own score (BM25, cosine similarity, graph weight)
     contribution: float  # what it adds to the fused score: weight / (k + rank)
+    confident: bool = True  # False: below the channel's floor, it only adds to a note another channel found
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +189,7 @@ class SearchResponse:
     unmatched_terms: tuple[str, ...]
     partial: bool  # the space was still indexing: answered from what is committed
     took_ms: float
+    caveats: dict[str, str] = field(default_factory=dict)  # channel -> why its answer counts less for this query
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +322,7 @@ class ChannelStatus:
     total: int | None = None
     per_second: float | None = None
     eta_seconds: float | None = None
+    relevance_margin: float | None = None  # semantic: the model's margin over unrelated text; None: no floor
     links: int | None = None  # graph: wiki-links written in the space
     dangling: int | None = None  # graph: links whose target is no note
 

@@ -136,3 +136,31 @@ def test_phrase_test_ignores_queries_without_a_phrase():
     assert phrase_test("") is None
     assert phrase_test("-- ?! ") is None
     assert phrase_test(" ".join(["mot"] * (MAX_PHRASE_WORDS + 1))) is None
+
+
+def below_floor(note_id: str, score: float) -> ChannelHit:
+    """A semantic hit below the relevance floor (semantic/search.py marks them)."""
+    return ChannelHit(None, score, (), note_id=note_id, confident=False)
+
+
+def test_a_hit_below_the_floor_never_lists_a_note_alone_but_adds_to_one_another_channel_found():
+    lexical = result("lexical", hit("a", 5.0), hit("b", 4.0))
+    semantic = ChannelResult("semantic", (below_floor("b", 0.80), below_floor("noise", 0.79), hit("c", 0.90)))
+    ranked = fusion.ranking([lexical, semantic], DEFAULT)
+    assert {e.note_id for e in ranked} == {"a", "b", "c"}  # "noise" only had a hit below the floor
+    by_id = {e.note_id: e for e in ranked}
+    assert set(by_id["b"].trace) == {"lexical", "semantic"}  # its semantic evidence still counts
+    assert by_id["b"].trace["semantic"].amount > 0
+    assert by_id["b"].score == sum(c.amount for c in by_id["b"].trace.values())
+    notes, missing = fusion.carried([lexical, semantic], ranked)
+    notes.update({i: NoteSummary(i, f"{i}.md", i, (), "", WHEN, WHEN) for i in missing})
+    (b,) = [h for h in fusion.hits([lexical, semantic], ranked, notes, {}, 10) if h.note.id == "b"]
+    assert b.trace["semantic"].confident is False
+    assert b.trace["lexical"].confident is True
+
+
+def test_a_channel_alone_with_every_hit_below_the_floor_answers_nothing():
+    semantic = ChannelResult("semantic", (below_floor("x", 0.79), below_floor("y", 0.78)))
+    assert fusion.ranking([result("lexical"), semantic], DEFAULT) == []
+    mixed = ChannelResult("semantic", (hit("x", 0.91), below_floor("y", 0.78)))
+    assert [e.note_id for e in fusion.ranking([result("lexical"), mixed], DEFAULT)] == ["x"]

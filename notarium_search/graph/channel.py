@@ -129,3 +129,6 @@ class GraphChannel:
 
     def snippets(self, hit: ChannelHit) -> tuple[Snippet, ...]:
         return ()  # a link says nothing of the query's words: text channels' snippets are shown
+
+    def caveat(self, result: ChannelResult) -> str | None:
+        return None  # it follows notes that passed a text channel; hubs are weighed down in its scores

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -219,11 +219,28 @@ class LinkGraph:
             out.discard(note_id)
             return tuple(sorted(out)), self._backlinks(note_id)
 
+    def degrees(self, note_ids: Iterable[str]) -> dict[str, int]:
+        """Each note's links written (out) plus the notes that wrote one of its
+        names (in): its number of links, counted without resolving them (a
+        hub linked from thousands of notes costs one lookup per name)."""
+        with self._lock:
+            return {note_id: self._degree(note_id) for note_id in note_ids}
+
     def stats(self) -> GraphStats:
         with self._lock:
             return GraphStats(len(self._entries), self._links, self._resolved, self._links - self._resolved)
 
     # Callers hold the lock.
+
+    def _degree(self, note_id: str) -> int:
+        entry = self._entries.get(note_id)
+        if entry is None:
+            return 0
+        written = 0
+        for key in {key for _, key in entry.keys}:
+            sources = self._sources.get(key, ())
+            written += 1 if isinstance(sources, str) else len(sources)
+        return written + len(entry.targets)
 
     def _resolve(self, folder: str, key: str) -> str | None:
         if not key:
@@ -323,6 +340,16 @@ class GraphHit:
     via: tuple[Via, ...]  # by seed rank
 
 
+# A note with more links than this is a hub (a home note every note links to,
+# a map of content listing hundreds): a seed spreads its share over its links
+# (HUB_DEGREE / degree each, past HUB_DEGREE), and a neighbour that many notes
+# link to gets the same fraction from each seed, so that a hub and its
+# neighbours do not enter every answer. Measured with bench/graph_hubs.py
+# (docs/relevance.md): a home note linked from every note was in the top 10 of
+# 100 % of the answers without it.
+HUB_DEGREE = 20
+
+
 def rank_neighbours(graph: LinkGraph, seeds: Sequence[str], k: float, max_seeds: int) -> list[GraphHit]:
     """Seeds (note ids, best first) → the notes linked with them, best first.
 
@@ -331,9 +358,10 @@ def rank_neighbours(graph: LinkGraph, seeds: Sequence[str], k: float, max_seeds:
     text channels without calibration, and the top seed cannot drown the others.
 
     Each of the first `max_seeds` seeds at rank r adds 1 / (k + r) to every
-    neighbour once, whichever the direction(s). A seed can be a hit: linked
-    with a better seed, it is boosted. Ties go to the note with the better
-    best seed, then to the smaller id. No seeds, no hits."""
+    neighbour once, whichever the direction(s), weighed down past HUB_DEGREE
+    links of the seed or of the neighbour (`hub_share`). A seed can be a hit:
+    linked with a better seed, it is boosted. Ties go to the note with the
+    better best seed, then to the smaller id. No seeds, no hits."""
     scores: dict[str, float] = {}
     vias: dict[str, list[Via]] = {}
     for rank, seed in enumerate(list(dict.fromkeys(seeds))[: max(max_seeds, 0)], start=1):
@@ -342,11 +370,18 @@ def rank_neighbours(graph: LinkGraph, seeds: Sequence[str], k: float, max_seeds:
         for direction, ids in sides:
             for note_id in ids:
                 vias.setdefault(note_id, []).append(Via(seed, rank, direction))
-        for note_id in {*linked_from, *links_to}:
-            scores[note_id] = scores.get(note_id, 0.0) + 1 / (k + rank)
+        neighbours = {*linked_from, *links_to}
+        spread = hub_share(len(neighbours)) / (k + rank)
+        for note_id, degree in graph.degrees(neighbours).items():
+            scores[note_id] = scores.get(note_id, 0.0) + spread * hub_share(degree)
     hits = [GraphHit(note_id, score, tuple(vias[note_id])) for note_id, score in scores.items()]
     hits.sort(key=lambda h: (-h.score, h.via[0].seed_rank, h.note_id))
     return hits
+
+
+def hub_share(degree: int) -> float:
+    """1 for a note with at most HUB_DEGREE links, less and less past it."""
+    return min(1.0, HUB_DEGREE / degree) if degree > 0 else 1.0
 
 
 def explain(hit: GraphHit, titles: Mapping[str, str]) -> str:

@@ -51,3 +51,6 @@ class LexicalChannel:
 
     def snippets(self, hit: ChannelHit) -> tuple[Snippet, ...]:
         return lexical.snippets_of(self.index, hit)
+
+    def caveat(self, result: ChannelResult) -> str | None:
+        return None  # a word matched is a match: there is no floor

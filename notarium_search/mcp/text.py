@@ -47,6 +47,8 @@ def search_text(space_name: str, response: SearchResponse, lexical_only: str | N
         lines.append(PARTIAL)
     if response.unmatched_terms:
         lines.append(f"No note contains: {', '.join(response.unmatched_terms)}.")
+    if "semantic" in response.caveats and not found:
+        lines.append("No note is closer in meaning than unrelated text is.")
     for rank, hit in enumerate(response.results, start=1):
         lines.extend(_hit_lines(rank, hit))
     return "\n".join(lines)

@@ -63,6 +63,13 @@ class SemanticChannel:
         """Open (or rebuild) the vector index, then plan every note's fragments:
         now, or (`in_slices`, the service) in `work_slice` calls."""
         self.index = SemanticIndex(self.directory, embedder)
+        if embedder.config.relevance_margin is None:
+            log.warning(
+                "semantic_without_floor",
+                space=self.space_name,
+                model=embedder.config.name,
+                why="no relevance_margin measured for this model: every nearest fragment counts (docs/relevance.md)",
+            )
         self.replan(in_slices)
 
     def replan(self, in_slices: bool = False) -> None:
@@ -155,7 +162,9 @@ class SemanticChannel:
         total = progress.embedded + progress.pending
         if not progress.pending:
             size = self.index.size()  # every fragment of the space has its vector
-            return ChannelStatus(ChannelState.READY, self.index.repaired, embedded=size, total=size)
+            return ChannelStatus(
+                ChannelState.READY, self.index.repaired, embedded=size, total=size, relevance_margin=self._margin()
+            )
         elapsed = max(time.monotonic() - self._build_started, 1e-6)
         rate = progress.embedded / elapsed
         eta = progress.pending / rate if rate > 0 else None
@@ -166,7 +175,11 @@ class SemanticChannel:
             total=total,
             per_second=round(rate, 1),
             eta_seconds=round(eta, 1) if eta is not None else None,
+            relevance_margin=self._margin(),
         )
+
+    def _margin(self) -> float | None:
+        return self.index.embedder.config.relevance_margin if self.index is not None else None
 
     def related(
         self, note_id: str, limit: int, min_seconds_apart: float, allowed: set[str] | None = None
@@ -183,3 +196,21 @@ class SemanticChannel:
 
     def snippets(self, hit: ChannelHit) -> tuple[Snippet, ...]:
         return semantic_search.snippets_of(self.lexical, hit)
+
+    def caveat(self, result: ChannelResult) -> str | None:
+        below = sum(not hit.confident for hit in result.hits)
+        if (not below and result.weight >= 1.0) or self.index is None or result.floor is None:
+            return None
+        config = self.index.embedder.config
+        best = max(hit.score for hit in result.hits)
+        if below == len(result.hits):
+            parts = [f"no hit reaches the relevance floor {result.floor:.3f} (best {best:.3f})"]
+        else:
+            parts = [f"{below} of {len(result.hits)} hits are below the relevance floor {result.floor:.3f}"]
+        parts.append(
+            f"unrelated text scores {result.unrelated:.3f} against this query and {config.name} needs"
+            f" {config.relevance_margin:g} more; hits below the floor only add to notes another channel found"
+        )
+        if result.weight < 1.0:
+            parts.append(f"weighed {result.weight:.2f} in fusion: its best hit ({best:.3f}) is close to the floor")
+        return "; ".join(parts)

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     Vectors = npt.NDArray[np.float32]
     Ids = npt.NDArray[np.int64]
 
+from notarium_search.semantic.calibration import known_margin
+
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "model.json"
@@ -107,13 +109,17 @@ class ModelConfig:
     """Prepended to queries (E5 models need "query: ")."""
     passage_prefix: str
     """Prepended to passages (E5 models need "passage: ")."""
+    relevance_margin: float | None = None
+    """How much more similar than unrelated text (the reference passages) a
+    fragment must be to a query to count on its own (semantic/calibration.py);
+    None: every nearest fragment counts."""
 
 
 _CONFIG_FIELDS = tuple(f.name for f in fields(ModelConfig))
 REQUIRED_CONFIG_FIELDS = ("dim", "pooling")
 # The configuration fields that do not change a vector: left out of the
 # fingerprint so that renaming a pack does not force re-embedding every note.
-_LABEL_FIELDS = ("name",)
+_LABEL_FIELDS = ("name", "relevance_margin")
 
 
 class Embedder(Protocol):
@@ -180,15 +186,27 @@ def _config_from(values: Mapping[str, object], default_name: str) -> ModelConfig
     pooling = str(values["pooling"]).lower()
     if pooling not in POOLINGS:
         raise EmbedderUnavailable(f"model pooling must be one of {', '.join(POOLINGS)}, got {values['pooling']!r}")
+    name = str(values.get("name", default_name))
     return ModelConfig(
-        name=str(values.get("name", default_name)),
+        name=name,
         dim=_positive_int(values, "dim", None),
         max_tokens=_positive_int(values, "max_tokens", DEFAULT_MAX_TOKENS),
         pooling=pooling,
         normalize=_boolean(values, "normalize", default=True),
         query_prefix=_text(values, "query_prefix"),
         passage_prefix=_text(values, "passage_prefix"),
+        relevance_margin=_margin(values, name),
     )
+
+
+def _margin(values: Mapping[str, object], name: str) -> float | None:
+    """The pack's (or the configuration's) margin, else the one measured for the model, else None."""
+    value = values.get("relevance_margin")
+    if value is None:
+        return known_margin(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 2.0:
+        raise EmbedderUnavailable(f"model relevance_margin must be a number between 0 and 2, got {value!r}")
+    return float(value)
 
 
 def _positive_int(values: Mapping[str, object], key: str, default: int | None) -> int:

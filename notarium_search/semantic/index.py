@@ -28,6 +28,7 @@ import structlog
 
 from notarium_search.semantic.chunking import CHUNKING_FINGERPRINT, chunk_note
 from notarium_search.semantic.embedding import Embedder
+from notarium_search.semantic.reference import REFERENCE_PASSAGES
 from notarium_search.semantic.vector_store import VectorStore, VectorStoreCorrupt
 from notarium_search.storage.atomic import write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
@@ -86,6 +87,11 @@ class SemanticIndex:
         self._since_compaction = 0
         self._since_checkpoint = 0
         self.progress = SemanticProgress()
+        # The reference passages' vectors, embedded once per model (~0.3 s):
+        # what unrelated text scores against a query (semantic/calibration.py).
+        self.reference = (
+            embedder.embed_passages(list(REFERENCE_PASSAGES)) if embedder.config.relevance_margin is not None else None
+        )
         self.repaired: str | None = None  # why the index was rebuilt at open, for status
         directory.mkdir(parents=True, exist_ok=True)
         self._load()

@@ -12,6 +12,7 @@ from notarium_search.lexical import search as lexical
 from notarium_search.lexical.query import plan_query
 from notarium_search.lexical.snippets import HighlightTerms, make_snippets
 from notarium_search.lexical.store import LexicalIndex
+from notarium_search.semantic.calibration import query_weight
 from notarium_search.semantic.index import Record, SemanticIndex, text_digest
 from notarium_search.types import ChannelHit, ChannelResult, Echo, FeedFilter, Snippet
 
@@ -43,18 +44,34 @@ def search(
     depth = len(ranked) if snippet_depth is None else snippet_depth
     payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
     terms = HighlightTerms.from_plan(plan_query(text, lexical_index.analyzers), frozenset())
+    unrelated = unrelated_score(index, query)
+    margin = index.embedder.config.relevance_margin
+    floor = None if unrelated is None or margin is None else unrelated + margin
     results = []
     for rank, (note_id, fragments) in enumerate(ranked):
+        best = fragments[0][1]
+        confident = floor is None or best >= floor
         if rank >= depth:
             later = Evidence(tuple(fragments), terms)
-            results.append(ChannelHit(None, fragments[0][1], (), note_id=note_id, evidence=later))
+            results.append(ChannelHit(None, best, (), note_id=note_id, confident=confident, evidence=later))
             continue
         payload = payloads.get(note_id)
         if payload is None:  # deleted since: the vectors lag the lexical index
             continue
         snippets = _snippets(payload.text, fragments, terms, lexical_index)
-        results.append(ChannelHit(payload.summary(), fragments[0][1], snippets))
-    return ChannelResult(CHANNEL, tuple(results))
+        results.append(ChannelHit(payload.summary(), best, snippets, confident=confident))
+    weight = 1.0
+    if results and unrelated is not None and margin is not None:
+        weight = query_weight(max(hit.score for hit in results), unrelated, margin)
+    return ChannelResult(CHANNEL, tuple(results), floor=floor, weight=weight, unrelated=unrelated)
+
+
+def unrelated_score(index: SemanticIndex, query: np.ndarray) -> float | None:
+    """What unrelated text scores against this query: its mean similarity to
+    the reference passages (semantic/calibration.py); None without a margin."""
+    if index.reference is None:
+        return None
+    return float(np.mean(index.reference @ query))
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,8 +98,12 @@ class FusionConfig:
     """Weight of the lexical (BM25) channel."""
     semantic_weight: float = 1.0
     """Weight of the semantic (embedding) channel."""
-    graph_weight: float = 1.0
-    """Weight of the wiki-link graph channel (GRAPH_BOOST)."""
+    graph_weight: float = 0.25
+    """Weight of the wiki-link graph channel (GRAPH_BOOST). At 1, a note the
+    graph alone brings (a neighbour of a good hit) outranked the text
+    channels' third hit, and took the place of the answer: bench/graph_hubs.py,
+    docs/relevance.md (nDCG@10 0.608 at 1, 0.778 at 0.5, 0.799 at 0.25 against
+    0.799 for the lexical channel alone)."""
     score_floor: Annotated[float, Meta(ge=0, le=1)] = 0.2
     """How much of a channel's contribution does not depend on its own scores:
     1 is plain rank-only RRF; below 1, a note's normalised score in the

@@ -85,7 +85,17 @@ def test_explain_returns_each_channels_part(client):
 
 def test_search_shape(client):
     body = client.get("/spaces/notes/search", params={"q": "interoperabilite"}).json()
-    assert set(body) == {"query", "results", "channels_used", "degraded", "unmatched_terms", "partial", "took_ms"}
+    assert set(body) == {
+        "query",
+        "results",
+        "channels_used",
+        "degraded",
+        "unmatched_terms",
+        "partial",
+        "took_ms",
+        "caveats",
+    }
+    assert body["caveats"] == {}  # the lexical channel has no floor
     assert body["channels_used"] == ["lexical"]
     assert body["degraded"] == {}
     assert body["partial"] is False

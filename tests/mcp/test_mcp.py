@@ -241,7 +241,7 @@ async def check_search(session: ClientSession) -> None:
     _, data = await call(session, "search_notes", query="interopérabilité", space="notes", tags=["dora"])
     assert data["results"][0]["id"] == "z-protocoles"  # the words; the others, by meaning, are tagged dora too
     assert all("dora" in result["tags"] for result in data["results"])
-    _, data = await call(session, "search_notes", query="interopérabilité", space="notes", folder="lectures")
+    _, data = await call(session, "search_notes", query="prestataires et tiers", space="notes", folder="lectures")
     assert data["results"]
     assert all(result["path"].startswith("lectures/") for result in data["results"])
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from notarium_search.semantic.calibration import E5_SMALL_MARGIN, MINILM_L6_MARGIN
 from notarium_search.semantic.download import (
     ModelDownloadError,
     _external_data_names,
@@ -104,8 +105,9 @@ def test_minilm_is_fed_token_type_ids_and_e5_is_not(minilm: OnnxEmbedder, e5: On
 
 
 def test_config_comes_from_model_json(minilm: OnnxEmbedder, e5: OnnxEmbedder) -> None:
-    assert minilm.config == ModelConfig(MINILM, 384, 256, "mean", True, "", "")
-    assert e5.config == ModelConfig(E5, 384, 512, "mean", True, "query: ", "passage: ")
+    # The margins measured for these models apply (their model.json has none): semantic/calibration.py.
+    assert minilm.config == ModelConfig(MINILM, 384, 256, "mean", True, "", "", MINILM_L6_MARGIN)
+    assert e5.config == ModelConfig(E5, 384, 512, "mean", True, "query: ", "passage: ", E5_SMALL_MARGIN)
 
 
 def test_empty_list_gives_an_empty_matrix(minilm: OnnxEmbedder) -> None:
@@ -359,7 +361,9 @@ def test_download_from_a_faked_hub_writes_a_loadable_pack(
     assert stat.S_IMODE(target.stat().st_mode) == 0o755
     assert {stat.S_IMODE(path.stat().st_mode) for path in target.iterdir()} == {0o644}
     downloaded = load_embedder(target)
-    assert downloaded.config == ModelConfig("sentence-transformers/all-MiniLM-L6-v2", 384, 256, "mean", True, "", "")
+    # A model whose margin was measured gets it (semantic/calibration.py).
+    expected = ModelConfig("sentence-transformers/all-MiniLM-L6-v2", 384, 256, "mean", True, "", "", MINILM_L6_MARGIN)
+    assert downloaded.config == expected
     assert downloaded.fingerprint == minilm.fingerprint
 
 
