@@ -12,7 +12,12 @@ in three modes over the same index:
 
 For each mode and kind it reports the share of queries answered with no result,
 the mean number of results, and the mean number of notes in the top 10 that
-only the semantic channel found (`hit.channels` is just "semantic").
+only the semantic channel found (`hit.channels` is just "semantic"). With
+`--judged`, the same services also answer the collection's judged questions:
+nDCG@10 and Recall@100 per mode — issue 14's acceptance in one command:
+
+    python bench/noanswer.py piaf-fr --judged
+    python bench/noanswer.py cranfield --judged
 
     python bench/noanswer.py piaf-fr
     python bench/noanswer.py cranfield --model ../shared/models/all-minilm-l6-v2-int8 \\
@@ -39,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.eval_collection import SPACE, build, build_vectors, load_embedder_from
+from bench.eval_collection import SPACE, build, build_vectors, evaluate, load_embedder_from, load_judgments
 from bench.perf_lexical import code_version
 from notarium_search.logsetup import configure_logging
 from notarium_search.service import Service
@@ -141,10 +146,13 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     started_at = datetime.now(tz=UTC).isoformat(timespec="seconds")
     settings, embedder = prepare(collection, work / f"{collection.name}-{model.name}", language, model)
     modes: dict[str, Any] = {}
+    judged, qrels = load_judgments(collection) if args.judged else ({}, {})
     for mode, (vector_search, graph_boost) in MODES.items():
         service = open_service(settings, embedder, vector_search, graph_boost)
         try:
             modes[mode] = measure(service, queries, args.limit)
+            if judged:  # the same service on the judged questions: nDCG@10, Recall@100
+                modes[mode]["judged"] = evaluate(service, SPACE, judged, qrels)
         finally:
             service.stop()
     return {
@@ -162,12 +170,18 @@ def table(result: dict[str, Any]) -> str:
     head = f"no-answer queries: {result['collection']} (model {result['model']}, limit {result['limit']})"
     columns = f"{'mode':<14}{'kind':<15}{'queries':>8}{'empty %':>9}{'mean res':>10}{'sem-only@10':>13}{'degr':>6}"
     lines = [head, columns]
+    judged = []
     for mode, kinds in result["modes"].items():
         for kind, row in kinds.items():
+            if kind == "judged":
+                judged.append(f"{mode:<14}nDCG@10 {row['ndcg@10']:.4f}  Recall@100 {row['recall@100']:.4f}")
+                continue
             lines.append(
                 f"{mode:<14}{kind:<15}{row['queries']:>8}{row['empty_pct']:>9.1f}{row['mean_results']:>10.2f}"
                 f"{row[f'mean_semantic_only_top{TOP}']:>13.2f}{row['degraded_queries']:>6}"
             )
+    if judged:
+        lines.extend(["judged questions:", *judged])
     return "\n".join(lines)
 
 
@@ -180,6 +194,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work", type=Path, help="keep notes and index under DIR/COLLECTION-MODEL, reuse them")
     parser.add_argument("--limit", type=int, default=TOP, help="results asked per query")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument("--judged", action="store_true", help="also nDCG@10 and Recall@100 of the judged questions")
     return parser.parse_args(argv)
 
 

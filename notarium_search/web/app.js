@@ -11,6 +11,8 @@ const STRINGS = {
     results: (n) => (n === 0 ? 'Aucun résultat' : n === 1 ? '1 résultat' : `${n} résultats`),
     notesCount: (n) => (n === 0 ? 'Aucune note' : n === 1 ? '1 note' : `${n} notes`),
     partial: 'index en construction\u00a0: résultats partiels', unmatched: 'introuvable\u00a0:',
+    nothing: (q) => `Aucune note ne correspond à «\u00a0${q}\u00a0». Vérifiez l'orthographe (une petite faute de frappe est tolérée) ou essayez d'autres mots.`,
+    noMeaning: "Aucune note n'est plus proche par le sens qu'un texte sans rapport.",
     mots: 'mots', sens: 'sens', lien: 'lien', rank: 'rang',
     motsTitle: 'trouvée par les mots', sensTitle: 'trouvée par le sens', lienTitle: 'trouvée par les liens',
     reason: (text) => text.replace(/(^|; )(linked from|links to):/g,
@@ -30,6 +32,8 @@ const STRINGS = {
     results: (n) => (n === 0 ? 'No results' : n === 1 ? '1 result' : `${n} results`),
     notesCount: (n) => (n === 0 ? 'No notes' : n === 1 ? '1 note' : `${n} notes`),
     partial: 'index building: partial results', unmatched: 'not found:',
+    nothing: (q) => `No note matches “${q}”. Check the spelling (a small typo is forgiven) or try other words.`,
+    noMeaning: 'No note is closer in meaning than unrelated text.',
     mots: 'words', sens: 'meaning', lien: 'link', rank: 'rank',
     motsTitle: 'found by its words', sensTitle: 'found by its meaning', lienTitle: 'found through links',
     reason: (text) => text,
@@ -151,6 +155,13 @@ function showResults(body, keepSelection = false) {
   select(keepSelection ? Math.min(state.selected, results.length - 1) : -1);
   if (!body) {
     $('search-info').textContent = '';
+    return;
+  }
+  if (!results.length) {
+    // Nothing found is an answer: said plainly, with what to try (issue 14).
+    const parts = [t('nothing', body.query.trim())];
+    if (body.caveats?.semantic) parts.push(t('noMeaning'));
+    $('search-info').textContent = parts.join(' ');
     return;
   }
   const parts = [t('results', results.length)];

@@ -643,3 +643,18 @@ def test_screenshots(browser: Browser, tmp_path: Path):
             page.locator("#q").press("ArrowDown")
             page.screenshot(path=str(out / f"spotlight-{name}.png"))
             context.close()
+
+
+@pytest.mark.slow
+def test_nothing_found_is_said_plainly_with_what_to_try(browser: Browser, server: str):
+    from playwright.sync_api import expect
+
+    with opened(browser, server) as watched:
+        page = watched.page
+        page.locator("#q").fill("xyzzyplugh")
+        expect(page.locator("#search-info")).to_have_text(
+            "Aucune note ne correspond à « xyzzyplugh ». Vérifiez l'orthographe (une petite faute de frappe"
+            " est tolérée) ou essayez d'autres mots."
+        )
+        expect(page.locator("#results li")).to_have_count(0)
+        watched.assert_clean()
