@@ -214,12 +214,17 @@ def test_every_note_is_embedded(running: Container) -> None:
 
 @semantic_only
 def test_hybrid_answers_use_the_semantic_channel(running: Container) -> None:
-    # No note holds these words: only the semantic channel can find the café note.
-    found = running.get_json("/spaces/carnet/search?" + urllib.parse.urlencode({"q": "boisson chaude"}))
+    # No note holds these words: only the semantic channel can find Hamlet.
+    query = urllib.parse.urlencode({"q": "a famous line from Shakespeare"})
+    found = running.get_json("/spaces/lab/search?" + query)
     assert "semantic" in found["channels_used"], found
     assert not found.get("degraded"), found
-    by_path = {hit["path"]: hit for hit in found["results"]}
-    assert set(by_path["cafe.md"]["channels"]) == {"semantic"}, found
+    assert found["results"][0]["path"] == "hamlet.md", found
+    assert set(found["results"][0]["channels"]) == {"semantic"}, found
+    # A made-up word: nothing, and why (docs/relevance.md).
+    nothing = running.get_json("/spaces/carnet/search?" + urllib.parse.urlencode({"q": "xyzzy"}))
+    assert nothing["results"] == [], nothing
+    assert "relevance floor" in nothing["caveats"]["semantic"], nothing
 
 
 @semantic_only
