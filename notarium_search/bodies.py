@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from notarium_search.types import (
+    FeedPage,
     NoteDetail,
     NoteLink,
     NoteRecord,
@@ -15,6 +17,7 @@ from notarium_search.types import (
     SearchResponse,
     Snippet,
     SpaceStatus,
+    TypedFilter,
 )
 
 if TYPE_CHECKING:
@@ -83,6 +86,15 @@ class SearchBody:
     partial: bool  # the space is still indexing: results come from what is committed
     took_ms: float
     caveats: dict[str, str]  # channel → why its answer counts less for this query (hits below a floor)
+    filters: list[FilterOut]  # typed in the query (`tag:x`, `after:2024-05`…), in order; `query` keeps them
+
+
+@dataclass(frozen=True, slots=True)
+class FilterOut:
+    """A filter typed in the query (`tag:x` → name "tag", value "x"), for clients to show as a chip."""
+
+    name: str  # tag, -tag, folder, after, before
+    value: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +102,7 @@ class FeedBody:
     items: list[NoteOut]
     next_cursor: str | None
     partial: bool
+    filters: list[FilterOut]  # typed in the query, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +263,16 @@ def search_body(response: SearchResponse, explain: bool = False) -> SearchBody:
         partial=response.partial,
         took_ms=response.took_ms,
         caveats=response.caveats,
+        filters=filters_out(response.filters),
     )
+
+
+def filters_out(filters: Iterable[TypedFilter]) -> list[FilterOut]:
+    return [FilterOut(f.name, f.value) for f in filters]
+
+
+def feed_body(page: FeedPage) -> FeedBody:
+    return FeedBody([note_out(n) for n in page.items], page.next_cursor, page.partial, filters_out(page.filters))
 
 
 @dataclass(frozen=True, slots=True)

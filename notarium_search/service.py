@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import structlog
 
+from notarium_search import typed_filters
 from notarium_search.errors import (
     ChannelUnavailable,
     IndexRepairing,
@@ -60,6 +61,7 @@ from notarium_search.types import (
     NoteRecord,
     NotesPage,
     NoteSummary,
+    SearchHit,
     SearchResponse,
     Snippet,
     SpaceStatus,
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     from notarium_search.types import Echo
 
 MAX_LIMIT = 100
+SORTS = ("relevance", "updated", "created")
 QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
 
 log = structlog.get_logger(__name__)
@@ -191,9 +194,34 @@ class Service:
         return replace(filters, activation_fields=self.settings.activation_fields)
 
     @guarded
-    def search(self, name: str, text: str, filters: FeedFilter, limit: int) -> SearchResponse:
+    def search(self, name: str, text: str, filters: FeedFilter, limit: int, sort: str = "relevance") -> SearchResponse:
+        """Ranked notes for the query (its typed filters applied: typed_filters.py);
+        a query of filters alone lists the notes they allow, newest first.
+        `sort`: "relevance", or "updated"/"created" (the same notes, newest first)."""
         space = self.space(name)
         _check_limit(limit)
+        if sort not in SORTS:
+            raise InvalidParameter(f"sort must be one of {', '.join(SORTS)}")
+        typed = typed_filters.parse(text)
+        narrowed = typed.narrow(filters)
+        if typed.filters and not typed.text.strip():
+            answer = self._filtered(space, narrowed, limit)
+        else:
+            answer = self._ranked(space, typed.text, narrowed, limit)
+        if sort != "relevance":
+            newest = sorted(answer.results, key=lambda hit: getattr(hit.note, sort), reverse=True)
+            answer = replace(answer, results=tuple(newest))
+        return replace(answer, query=text, filters=typed.filters)
+
+    def _filtered(self, space: Space, filters: FeedFilter, limit: int) -> SearchResponse:
+        """The notes the filters allow, newest first (a query of filters alone)."""
+        started = time.perf_counter()
+        page = lexical.feed(space.lexical, "", self._filters(space, filters), limit, None, space.cursors)
+        hits = tuple(SearchHit(note, 0.0, (), {}) for note in page.items if space.on_disk(note))
+        took = round((time.perf_counter() - started) * 1000, 3)
+        return SearchResponse("", hits, ("lexical",), {}, (), not space.ready, took)
+
+    def _ranked(self, space: Space, text: str, filters: FeedFilter, limit: int) -> SearchResponse:
         started = time.perf_counter()
         degraded: dict[str, str] = {}
         graph = space.graph if self.settings.graph_boost and text.strip() else None
@@ -281,12 +309,14 @@ class Service:
     def feed(self, name: str, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
         space = self.space(name)
         _check_limit(limit)
+        typed = typed_filters.parse(text)
+        narrowed = self._filters(space, typed.narrow(filters))
         try:
-            page = lexical.feed(space.lexical, text, self._filters(space, filters), limit, cursor, space.cursors)
+            page = lexical.feed(space.lexical, typed.text, narrowed, limit, cursor, space.cursors)
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
         items = tuple(n for n in page.items if space.on_disk(n))
-        return FeedPage(items, page.next_cursor, partial=not space.ready)
+        return FeedPage(items, page.next_cursor, partial=not space.ready, filters=typed.filters)
 
     @guarded
     def notes(self, name: str, filters: FeedFilter, limit: int, cursor: str | None) -> NotesPage:

@@ -181,6 +181,15 @@ class SearchHit:
 
 
 @dataclass(frozen=True, slots=True)
+class TypedFilter:
+    """A filter typed in the query (`tag:x`, `-tag:x`, `folder:x`, `after:…`,
+    `before:…`; typed_filters.py): its name and value, for clients to show."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
 class SearchResponse:
     query: str
     results: tuple[SearchHit, ...]
@@ -190,6 +199,7 @@ class SearchResponse:
     partial: bool  # the space was still indexing: answered from what is committed
     took_ms: float
     caveats: dict[str, str] = field(default_factory=dict)  # channel -> why its answer counts less for this query
+    filters: tuple[TypedFilter, ...] = ()  # typed in the query, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +216,7 @@ class FeedFilter:
     activated: bool | None = None  # has (True) / lacks (False) one of `activation_fields`
     activation_fields: tuple[str, ...] = ()
     collections: tuple[str, ...] = ()  # in any of these collections
+    exclude_tags: tuple[str, ...] = ()  # none of these tags (nested: `-tag:projet` also leaves out projet/x)
 
     @property
     def is_empty(self) -> bool:
@@ -218,6 +229,7 @@ class FeedFilter:
             or self.fields
             or self.activated is not None
             or self.collections
+            or self.exclude_tags
         )
 
 
@@ -271,6 +283,7 @@ class FeedPage:
     items: tuple[NoteSummary, ...]
     next_cursor: str | None
     partial: bool
+    filters: tuple[TypedFilter, ...] = ()  # typed in the query, in order
 
 
 class IndexState(StrEnum):

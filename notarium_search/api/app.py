@@ -7,7 +7,7 @@ event loop.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 import anyio
 import structlog
@@ -34,8 +34,8 @@ from notarium_search.bodies import (
     SearchBody,
     SpaceOut,
     StatusBody,
+    feed_body,
     note_body,
-    note_out,
     note_record_out,
     related_note,
     search_body,
@@ -105,10 +105,15 @@ def search(
     tag: Tags = None,
     collection: Collections = None,
     explain: Annotated[bool, Parameter(description="Include each channel's rank, score and contribution")] = False,
+    sort: Annotated[
+        Literal["relevance", "updated", "created"],
+        Parameter(description="relevance (default), or the same notes newest first by updated or created date"),
+    ] = "relevance",
 ) -> SearchBody:
-    """Spotlight search: ranked notes with highlighted snippets."""
+    """Spotlight search: ranked notes with highlighted snippets. The query may
+    hold filters: tag:x, -tag:x, folder:x (path:x), after:2024-05, before:2024-06-01."""
     filters = FeedFilter(folder=folder, tags=params.tags(tag), collections=params.names("collection", collection))
-    return search_body(state.service.search(space, q, filters, limit), explain)
+    return search_body(state.service.search(space, q, filters, limit, sort), explain)
 
 
 @get("/spaces/{space:str}/feed", sync_to_thread=True, responses=errors.RESPONSES)
@@ -133,7 +138,7 @@ def feed(
         collections=params.names("collection", collection),
     )
     page = state.service.feed(space, q, filters, limit, cursor)
-    return FeedBody([note_out(n) for n in page.items], page.next_cursor, page.partial)
+    return feed_body(page)
 
 
 @get("/spaces/{space:str}/notes/{note_path:path}", sync_to_thread=True, responses=errors.RESPONSES)

@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("space")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--sort", choices=["relevance", "updated", "created"], default="relevance")
     search.add_argument("--folder")
     search.add_argument("--tag", action="append", default=[])
     search.add_argument("--json", action="store_true", help="print the API's JSON body")

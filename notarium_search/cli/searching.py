@@ -29,7 +29,8 @@ def search_command(settings: Settings, args: argparse.Namespace) -> int:
         return unknown_space(settings, args.space)
     try:
         service = Service(only(settings, args.space), read_only=True)
-        response = service.search(args.space, args.query, FeedFilter(args.folder, tuple(args.tag)), args.limit)
+        filters = FeedFilter(args.folder, tuple(args.tag))
+        response = service.search(args.space, args.query, filters, args.limit, args.sort)
     except (NotIndexed, IndexUnreadable, StorageFault, NotariumError) as exc:
         print(f"notarium-search: {getattr(exc, 'detail', exc)}", file=sys.stderr)
         return 1
@@ -45,7 +46,9 @@ def _print_results(response: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"{len(response.results)} results in {response.took_ms:.1f} ms")
+    typed = " ".join(f'{f.name}:"{f.value}"' if " " in f.value else f"{f.name}:{f.value}" for f in response.filters)
+    title = f"{len(response.results)} results in {response.took_ms:.1f} ms" + (f" ({typed})" if typed else "")
+    table = Table(title=title)
     for column in ("#", "title", "path", "snippet"):
         table.add_column(column)
     for rank, hit in enumerate(response.results, start=1):

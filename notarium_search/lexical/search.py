@@ -250,6 +250,9 @@ def _filter_clauses(filters: FeedFilter, schema: tantivy.Schema) -> list[tuple[O
         clauses.append((Occur.Must, Query.boolean_query([(Occur.Should, q) for q in tags])))
     else:
         clauses.extend((Occur.Must, q) for q in tags)
+    clauses.extend(
+        (Occur.MustNot, Query.term_query(schema, "tag_path", normalise_tag(tag))) for tag in filters.exclude_tags
+    )
     if filters.since is not None or filters.until is not None:
         since, until = (index_date(d) if d is not None else None for d in (filters.since, filters.until))
         clauses.append((Occur.Must, Query.range_query(schema, "updated", FieldType.Date, since, until)))

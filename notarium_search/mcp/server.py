@@ -56,6 +56,8 @@ Returns the best notes first: id, title, path, score, 1-3 snippets with the matc
 channels found each note (lexical = the words, semantic = the meaning, graph = wiki-links) with its rank in each.
 Query syntax: plain words (notes matching more of them rank higher; a missing word never empties the answer),
 "quoted phrases" (required, exact order), -word to exclude. French and English, accents optional.
+Filters may be typed in the query: tag:x, -tag:x, folder:x (or path:x), after:2024-05, before:2024-06-01
+(updated dates), tag:"two words"; filters alone list the notes they allow, newest first.
 Says when the answer is lexical-only and why (semantic search off, index still building, model loading).
 Open a result with get_note; find what resonates with it with get_related."""
 
@@ -142,8 +144,12 @@ def _add_search(server: NotesServer, tools: NotesTools, space_field: FieldInfo) 
             list[str] | None, Field(description=f"Only notes with every one of these tags ({NESTED_TAGS})")
         ] = None,
         limit: Limit = 10,
+        sort: Annotated[
+            Literal["relevance", "updated", "created"],
+            Field(description="relevance (default), or the same notes newest first by updated or created date"),
+        ] = "relevance",
     ) -> CallToolResult:
-        return _answer(lambda: tools.search_notes(query, space, collections, folder, tags, limit))
+        return _answer(lambda: tools.search_notes(query, space, collections, folder, tags, limit, sort))
 
 
 def _add_related(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:

@@ -38,6 +38,8 @@ def search_text(space_name: str, response: SearchResponse, lexical_only: str | N
         else f'No note matches "{response.query}" in space {space_name}.'
     )
     lines = [head]
+    if response.filters:
+        lines.append("Filters typed in the query: " + ", ".join(f"{f.name}:{f.value}" for f in response.filters) + ".")
     if lexical_only:
         lines.append(f"Lexical-only answer (matched words, not meaning): {lexical_only}.")
     others = {channel: why for channel, why in response.degraded.items() if channel != "semantic"}

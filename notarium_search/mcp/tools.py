@@ -81,6 +81,7 @@ class NotesTools:
         folder: str | None,
         tags: list[str] | None,
         limit: int,
+        sort: str = "relevance",
     ) -> ToolOutput:
         if not query.strip():
             raise ToolFailure("query is empty: give words to search for (query_frontmatter lists notes without one)")
@@ -90,7 +91,7 @@ class NotesTools:
             tags=params.tags(tags),
             collections=params.names("collection", collections),
         )
-        response = self.service.search(name, query, filters, limit)
+        response = self.service.search(name, query, filters, limit, sort)
         lexical_only = self._lexical_only(response.channels_used, response.degraded)
         data = {"space": name, "lexical_only": lexical_only, **_json(search_body(response))}
         return ToolOutput(search_text(name, response, lexical_only), data)

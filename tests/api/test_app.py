@@ -94,6 +94,7 @@ def test_search_shape(client):
         "partial",
         "took_ms",
         "caveats",
+        "filters",
     }
     assert body["caveats"] == {}  # the lexical channel has no floor
     assert body["channels_used"] == ["lexical"]
@@ -460,3 +461,40 @@ def test_until_a_bare_date_takes_the_whole_day(vault: Vault):
         assert feed(until="20240501") == ["afternoon"]
         assert feed(until="2024-04-30") == []
         assert feed(until="2024-05-01T15:00:00Z") == []  # a time is taken as written
+
+
+def test_filters_typed_in_the_query_narrow_search_and_feed_and_come_back(client):
+    body = client.get("/spaces/notes/search", params={"q": "interopérabilité tag:standards"}).json()
+    assert [r["id"] for r in body["results"]] == ["proto"]
+    assert body["filters"] == [{"name": "tag", "value": "standards"}]
+    assert body["query"] == "interopérabilité tag:standards"  # as typed
+    body = client.get("/spaces/notes/search", params={"q": "interopérabilité -tag:standards"}).json()
+    assert [r["id"] for r in body["results"]] == ["agent"]
+    feed = client.get("/spaces/notes/feed", params={"q": "folder:lectures after:2020"}).json()
+    assert [n["id"] for n in feed["items"]] == ["dora"]  # old.md: updated 2019
+    assert feed["filters"] == [{"name": "folder", "value": "lectures"}, {"name": "after", "value": "2020"}]
+    # Unknown prefixes are words: nothing matches them, and nothing breaks.
+    plain = client.get("/spaces/notes/search", params={"q": "arXiv:2104.08663"}).json()
+    assert (plain["results"], plain["filters"]) == ([], [])
+
+
+def test_filters_alone_list_the_notes_they_allow_newest_first(client):
+    body = client.get("/spaces/notes/search", params={"q": "folder:lectures"}).json()
+    assert [r["id"] for r in body["results"]] == ["dora", "old"]
+    assert all(r["channels"] == {} for r in body["results"])
+
+
+def test_sort_by_date_keeps_the_notes_newest_first(client):
+    ranked = client.get("/spaces/notes/search", params={"q": "note règlement interopérabilité"}).json()["results"]
+    newest = client.get(
+        "/spaces/notes/search", params={"q": "note règlement interopérabilité", "sort": "updated"}
+    ).json()["results"]
+    assert sorted(r["id"] for r in newest) == sorted(r["id"] for r in ranked)
+    dates = [r["updated"] for r in newest]
+    assert dates == sorted(dates, reverse=True)
+    assert_error(client.get("/spaces/notes/search", params={"q": "x", "sort": "best"}), 400, "invalid_parameter")
+
+
+def test_a_typed_date_that_is_not_one_is_a_400(client):
+    body = assert_error(client.get("/spaces/notes/search", params={"q": "after:2024-13"}), 400, "invalid_parameter")
+    assert "after:2024-13 is not a date" in body["detail"]

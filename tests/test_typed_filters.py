@@ -1,0 +1,91 @@
+"""Filters typed in the query (typed_filters.py): every form, the texts that
+must stay plain, and how they narrow the request's own filters."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from notarium_search.errors import InvalidParameter
+from notarium_search.typed_filters import parse
+from notarium_search.types import FeedFilter, TypedFilter
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "filters"),
+    [
+        ("interop tag:ia", "interop", [("tag", "ia")]),
+        ("tag:projet/dora résilience", "résilience", [("tag", "projet/dora")]),
+        ("-tag:brouillon registre", "registre", [("-tag", "brouillon")]),
+        ('tag:"mots clés" index', "index", [("tag", "mots clés")]),
+        ("folder:lectures dora", "dora", [("folder", "lectures")]),
+        ("path:lectures/vieux", "", [("folder", "lectures/vieux")]),
+        ("TAG:IA Folder:zettel", "", [("tag", "IA"), ("folder", "zettel")]),
+        ("after:2024-05 before:2024-06-01 bilan", "bilan", [("after", "2024-05"), ("before", "2024-06-01")]),
+        ("tag:ia tag:standards", "", [("tag", "ia"), ("tag", "standards")]),
+    ],
+)
+def test_every_form_is_read_and_taken_out_of_the_words(query: str, text: str, filters: list[tuple[str, str]]):
+    typed = parse(query)
+    assert typed.text == text
+    assert typed.filters == tuple(TypedFilter(name, value) for name, value in filters)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "arXiv:2104.08663",
+        r"C:\temp",
+        "12:30",
+        "note:important",
+        "voir tag: sans valeur",
+        'tag:"" vide',
+        "mytag:ia",  # the name must start the word
+        "-folder:x",  # only tags can be excluded
+        'tag:"unterminated value',
+    ],
+)
+def test_other_texts_with_a_colon_stay_plain(query: str):
+    typed = parse(query)
+    assert typed.filters == ()
+    assert typed.text == query  # untouched, spacing included
+
+
+def test_filters_narrow_the_request_filters():
+    given = FeedFilter(tags=("ia",), since=datetime(2024, 1, 1, tzinfo=UTC))
+    narrowed = parse("tag:standards -tag:vieux folder:zettel after:2023 before:2024-06").narrow(given)
+    assert narrowed.tags == ("ia", "standards")  # every tag must match
+    assert narrowed.exclude_tags == ("vieux",)
+    assert narrowed.folder == "zettel"
+    assert narrowed.since == datetime(2024, 1, 1, tzinfo=UTC)  # the later start wins
+    assert narrowed.until == datetime(2024, 5, 31, 23, 59, 59, 999999, tzinfo=UTC)  # before June
+
+
+@pytest.mark.parametrize(
+    ("query", "since", "until"),
+    [
+        ("after:2024", datetime(2024, 1, 1, tzinfo=UTC), None),
+        ("after:2024-12", datetime(2024, 12, 1, tzinfo=UTC), None),
+        ("after:2024-02-29", datetime(2024, 2, 29, tzinfo=UTC), None),
+        ("before:2025", None, datetime(2024, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
+        ("before:2024-03", None, datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC)),
+    ],
+)
+def test_dates_are_periods(query: str, since: datetime | None, until: datetime | None):
+    narrowed = parse(query).narrow(FeedFilter())
+    assert (narrowed.since, narrowed.until) == (since, until)
+
+
+@pytest.mark.parametrize("query", ["after:2024-13", "before:hier", "after:2023-02-29", "after:24-05"])
+def test_a_date_that_is_not_one_is_refused_with_what_to_write(query: str):
+    with pytest.raises(InvalidParameter, match="is not a date"):
+        parse(query).narrow(FeedFilter())
+
+
+def test_two_folders_are_refused_rather_than_silently_one():
+    with pytest.raises(InvalidParameter, match="one folder at a time"):
+        parse("folder:a folder:b").narrow(FeedFilter())
+    with pytest.raises(InvalidParameter, match="one folder at a time"):
+        parse("folder:a").narrow(FeedFilter(folder="b"))
+    assert parse("folder:a").narrow(FeedFilter(folder="a/")).folder == "a"
