@@ -40,6 +40,7 @@ HEADERS = {
 # The page's files and their types (Litestar adds "; charset=utf-8" to text types).
 ASSETS = {
     "app.js": "text/javascript",
+    "strings.js": "text/javascript",
     "app.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }

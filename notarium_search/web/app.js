@@ -2,49 +2,8 @@
 // Safety rule: API data reaches the page only as text (append/textContent). The one element built from API
 // data is <mark>, and only where a snippet's `html` holds exactly "<mark>" or "</mark>" (see snippetNodes).
 
-const STRINGS = {
-  fr: {
-    search: 'Recherche', feed: 'Fil', space: 'Espace', placeholder: 'Rechercher dans les notes…',
-    building: "Construction de l'index de recherche…", notes: 'notes', fragments: 'fragments (sens)',
-    modelLoading: 'chargement du modèle',
-    progress: (space, done, total, unit) => `${space}\u00a0: ${done} / ${total} ${unit}`,
-    results: (n) => (n === 0 ? 'Aucun résultat' : n === 1 ? '1 résultat' : `${n} résultats`),
-    notesCount: (n) => (n === 0 ? 'Aucune note' : n === 1 ? '1 note' : `${n} notes`),
-    partial: 'index en construction\u00a0: résultats partiels', unmatched: 'introuvable\u00a0:',
-    nothing: (q) => `Aucune note ne correspond à «\u00a0${q}\u00a0». Vérifiez l'orthographe (une petite faute de frappe est tolérée) ou essayez d'autres mots.`,
-    noMeaning: "Aucune note n'est plus proche par le sens qu'un texte sans rapport.",
-    mots: 'mots', sens: 'sens', lien: 'lien', rank: 'rang',
-    motsTitle: 'trouvée par les mots', sensTitle: 'trouvée par le sens', lienTitle: 'trouvée par les liens',
-    reason: (text) => text.replace(/(^|; )(linked from|links to):/g,
-      (_, sep, kind) => `${sep ? '\u00a0; ' : ''}${kind === 'links to' ? 'renvoie vers' : 'liée depuis'}\u00a0:`),
-    keys: '↑ ↓ pour choisir · Entrée pour ouvrir · Échap pour effacer',
-    words: 'Mots', folder: 'Dossier', tag: 'Étiquette', since: 'Depuis le', until: "Jusqu'au", more: 'Plus de notes',
-    back: '← Retour', path: 'Chemin', tags: 'Étiquettes', aliases: 'Alias', created: 'Créée', updated: 'Modifiée',
-    outgoing: 'Liens', backlinks: 'Rétroliens', dangling: 'Liens sans note', fileGone: '(fichier introuvable)',
-    token: 'Jeton', needToken: "Ce service demande un jeton d'accès.", badToken: 'Ce jeton a été refusé.',
-    save: 'Enregistrer', forget: 'Oublier', error: 'Erreur\u00a0:', other: 'en', otherName: 'English',
-  },
-  en: {
-    search: 'Search', feed: 'Feed', space: 'Space', placeholder: 'Search the notes…',
-    building: 'Building search index…', notes: 'notes', fragments: 'fragments (meaning)',
-    modelLoading: 'loading the model',
-    progress: (space, done, total, unit) => `${space}: ${done} / ${total} ${unit}`,
-    results: (n) => (n === 0 ? 'No results' : n === 1 ? '1 result' : `${n} results`),
-    notesCount: (n) => (n === 0 ? 'No notes' : n === 1 ? '1 note' : `${n} notes`),
-    partial: 'index building: partial results', unmatched: 'not found:',
-    nothing: (q) => `No note matches “${q}”. Check the spelling (a small typo is forgiven) or try other words.`,
-    noMeaning: 'No note is closer in meaning than unrelated text.',
-    mots: 'words', sens: 'meaning', lien: 'link', rank: 'rank',
-    motsTitle: 'found by its words', sensTitle: 'found by its meaning', lienTitle: 'found through links',
-    reason: (text) => text,
-    keys: '↑ ↓ to choose · Enter to open · Esc to clear',
-    words: 'Words', folder: 'Folder', tag: 'Tag', since: 'Since', until: 'Until', more: 'More notes',
-    back: '← Back', path: 'Path', tags: 'Tags', aliases: 'Aliases', created: 'Created', updated: 'Updated',
-    outgoing: 'Links', backlinks: 'Backlinks', dangling: 'Links to no note', fileGone: '(file not found)',
-    token: 'Token', needToken: 'This service needs an access token.', badToken: 'This token was refused.',
-    save: 'Save', forget: 'Forget', error: 'Error:', other: 'fr', otherName: 'Français',
-  },
-};
+import { STRINGS } from './strings.js';
+
 const CHANNELS = [['lexical', 'mots'], ['semantic', 'sens'], ['graph', 'lien']];
 const DEBOUNCE_MS = 120;
 const SEARCH_LIMIT = 20;
@@ -137,6 +96,7 @@ function scheduleSearch() {
 
 function runSearch() {
   const q = $('q').value;
+  rememberSearch(q);
   if (!q.trim() || !state.space) {
     aborts.search?.abort();
     showResults(null);
@@ -147,12 +107,37 @@ function runSearch() {
     .catch(reportUnlessAborted($('search-info')));
 }
 
+// The search lives in the address (/?space=…&q=…): it can be bookmarked and
+// shared, and back and forward return to it. Typing replaces the entry;
+// opening a note (a new hash) pushes one.
+function rememberSearch(q) {
+  const url = new URL(location.href);
+  if (q.trim()) url.searchParams.set('q', q); else url.searchParams.delete('q');
+  if (state.space) url.searchParams.set('space', state.space);
+  if (url.href !== location.href) history.replaceState(null, '', url);
+}
+
+function searchFromAddress() {
+  const q = new URLSearchParams(location.search).get('q') ?? '';
+  if ($('q').value !== q) {
+    $('q').value = q;
+    runSearch();
+  }
+}
+
+function showChips(filters) {
+  const chips = (filters ?? []).map((f) =>
+    el('li', { class: 'chip' }, `${f.name}:${f.value.includes(' ') ? `"${f.value}"` : f.value}`));
+  $('search-filters').replaceChildren(...(chips.length ? [el('li', { class: 'chips-label' }, t('filtersLabel')), ...chips] : []));
+}
+
 function showResults(body, keepSelection = false) {
   state.searchBody = body;
   const results = body?.results ?? [];
   $('results').replaceChildren(...results.map(hitItem));
   $('q').setAttribute('aria-expanded', String(results.length > 0));
   select(keepSelection ? Math.min(state.selected, results.length - 1) : -1);
+  showChips(body?.filters);
   if (!body) {
     $('search-info').textContent = '';
     return;
@@ -411,10 +396,15 @@ async function loadSpaces() {
 }
 
 async function start() {
+  $('q').value = params.get('q') ?? ''; // a search bookmarked or shared: /?space=…&q=…
   try {
     await loadSpaces();
   } catch (error) {
     if (error.status !== 401) $('search-info').textContent = failure(error);
+    return;
+  }
+  if (!state.space) {
+    $('search-info').textContent = t('noSpace');
     return;
   }
   state.feedStale = true;
@@ -450,6 +440,17 @@ $('token-toggle').addEventListener('click', () => {
 });
 $('token-form').addEventListener('submit', (event) => { event.preventDefault(); saveToken($('token').value.trim()); });
 $('token-forget').addEventListener('click', () => saveToken(null));
+// `/` (outside a text field) and Ctrl+K or ⌘K (anywhere) go to the search box.
+document.addEventListener('keydown', (event) => {
+  const typing = event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement;
+  const slash = event.key === '/' && !typing && !event.ctrlKey && !event.metaKey && !event.altKey;
+  const ctrlK = (event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 'k';
+  if (!slash && !ctrlK) return;
+  event.preventDefault();
+  if (!$('search-view').hidden || location.hash === '') { $('q').focus(); $('q').select(); return; }
+  location.hash = '';
+});
+window.addEventListener('popstate', searchFromAddress);
 document.addEventListener('visibilitychange', () => { if (!document.hidden && state.space) pollStatus(); });
 window.addEventListener('hashchange', route);
 

@@ -365,6 +365,7 @@ def test_page_and_assets_are_served_without_a_token_with_a_strict_policy(vault: 
         types = {name: client.get(f"/web/{name}").headers["content-type"] for name in ASSETS}
         assert types == {
             "app.js": "text/javascript; charset=utf-8",
+            "strings.js": "text/javascript; charset=utf-8",
             "app.css": "text/css; charset=utf-8",
             "favicon.svg": "image/svg+xml",
         }
@@ -657,4 +658,59 @@ def test_nothing_found_is_said_plainly_with_what_to_try(browser: Browser, server
             " est tolérée) ou essayez d'autres mots."
         )
         expect(page.locator("#results li")).to_have_count(0)
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_a_search_lives_in_the_address_and_comes_back(browser: Browser, server: str):
+    """Typing puts the query in the address; a bookmarked /?q=… runs it; back
+    from a note returns to it."""
+    from playwright.sync_api import expect
+
+    with opened(browser, server) as watched:
+        page = watched.page
+        search(page, "interop")
+        expect(page).to_have_url(re.compile(r"[?&]q=interop(&|$)"))
+        expect(page).to_have_url(re.compile(r"[?&]space=carnet(&|$)"))
+        first = titles(page)
+        page.goto(page.url)  # as a bookmark would
+        expect(page.locator("#q")).to_have_value("interop")
+        expect(page.locator("#results li").first).to_be_visible()
+        assert titles(page) == first
+        page.locator("#results li a").first.click()
+        expect(page.locator("#note-view")).to_be_visible()
+        page.go_back()
+        expect(page.locator("#search-view")).to_be_visible()
+        expect(page.locator("#q")).to_have_value("interop")
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_slash_and_ctrl_k_go_to_the_search_box_and_typed_filters_show_as_chips(browser: Browser, server: str):
+    from playwright.sync_api import expect
+
+    with opened(browser, server) as watched:
+        page = watched.page
+        page.locator("#tab-feed").click()
+        expect(page.locator("#feed-view")).to_be_visible()
+        page.locator("body").press("Control+k")
+        expect(page.locator("#search-view")).to_be_visible()
+        page.locator("#q").fill("résilience tag:dora")
+        expect(page.locator("#search-filters .chip")).to_have_text(["tag:dora"])
+        page.locator("#q").blur()
+        page.keyboard.press("/")
+        expect(page.locator("#q")).to_be_focused()
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_with_no_space_configured_the_page_says_how_to_configure_one(browser: Browser, tmp_path: Path):
+    from playwright.sync_api import expect
+
+    with (
+        started_server(Settings(index_dir=tmp_path / "index", log_level="error")) as url,
+        opened(browser, url) as watched,
+    ):
+        expect(watched.page.locator("#search-info")).to_contain_text("NOTARIUM_SPACES_ROOT")
+        expect(watched.page.locator("#search-info")).to_contain_text("[spaces.NOM]")
         watched.assert_clean()

@@ -214,13 +214,14 @@ def test_every_note_is_embedded(running: Container) -> None:
 
 @semantic_only
 def test_hybrid_answers_use_the_semantic_channel(running: Container) -> None:
-    # No note holds these words: only the semantic channel can find Hamlet.
+    # The meaning finds Hamlet ("Shakespeare" is nowhere in it; the image's
+    # spaces are French by default, so the words may add a typo-tolerant match).
     query = urllib.parse.urlencode({"q": "a famous line from Shakespeare"})
     found = running.get_json("/spaces/lab/search?" + query)
     assert "semantic" in found["channels_used"], found
     assert not found.get("degraded"), found
     assert found["results"][0]["path"] == "hamlet.md", found
-    assert set(found["results"][0]["channels"]) == {"semantic"}, found
+    assert "semantic" in found["results"][0]["channels"], found
     # A made-up word: nothing, and why (docs/relevance.md).
     nothing = running.get_json("/spaces/carnet/search?" + urllib.parse.urlencode({"q": "xyzzy"}))
     assert nothing["results"] == [], nothing
