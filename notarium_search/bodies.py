@@ -64,6 +64,7 @@ class SearchResult(NoteOut):
     channels: dict[str, int]  # channel → 1-based rank in it
     reason: str | None = None  # graph channel: "linked from: …"
     explain: dict[str, TraceOut] | None = None  # with ?explain=1
+    open_url: str | None = None  # opens the note in its editor, when the space has an open_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +251,7 @@ def search_result(hit: SearchHit, explain: bool = False) -> SearchResult:
         channels=hit.channels,
         reason=hit.reason,
         explain=trace,
+        open_url=hit.open_url,
     )
 
 

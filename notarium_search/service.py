@@ -208,10 +208,12 @@ class Service:
             answer = self._filtered(space, narrowed, limit)
         else:
             answer = self._ranked(space, typed.text, narrowed, limit)
+        results = answer.results
         if sort != "relevance":
-            newest = sorted(answer.results, key=lambda hit: getattr(hit.note, sort), reverse=True)
-            answer = replace(answer, results=tuple(newest))
-        return replace(answer, query=text, filters=typed.filters)
+            results = tuple(sorted(results, key=lambda hit: getattr(hit.note, sort), reverse=True))
+        if space.editor_template is not None:
+            results = tuple(replace(hit, open_url=space.open_url(hit.note.path)) for hit in results)
+        return replace(answer, results=results, query=text, filters=typed.filters)
 
     def _filtered(self, space: Space, filters: FeedFilter, limit: int) -> SearchResponse:
         """The notes the filters allow, newest first (a query of filters alone)."""

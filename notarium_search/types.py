@@ -178,6 +178,7 @@ class SearchHit:
     channels: dict[str, int]  # channel name -> 1-based rank in that channel
     trace: dict[str, ChannelTrace] = field(default_factory=dict)  # contributions sum to score
     reason: str | None = None  # graph channel: "linked from: …"
+    open_url: str | None = None  # opens the note in its editor (the space's open_url template)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 import structlog
 
 from notarium_search.graph.channel import GraphChannel
+from notarium_search.index import editor_link
 from notarium_search.index.folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
 from notarium_search.index.indexer import SpaceIndexer, index_fingerprint
 from notarium_search.index.manifest import Manifest
@@ -84,6 +85,7 @@ class Space:
         # back: notes lost with no error), or None; repaired below unless read-only.
         self.mismatch = index_mismatch(self.lexical, manifest)
         self.cursors = cursor_codec(self.directory, read_only)
+        self.editor_template = editor_link.template_for(config)
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
         self.lexical_channel = LexicalChannel(self.lexical, settings.ranking, lambda: self.indexer.progress)
         self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost, settings.fusion.k)
@@ -372,6 +374,12 @@ class Space:
         if self.graph.enabled:
             on.append(self.graph)
         return on
+
+    def open_url(self, path: str) -> str | None:
+        """The link that opens the note at `path` in its editor, or None (no template)."""
+        if self.editor_template is None:
+            return None
+        return editor_link.render(self.editor_template, self.config.path, path)
 
     def on_disk(self, note: NoteSummary) -> bool:
         """Whether the note's file is still there. The index follows deletions

@@ -65,6 +65,8 @@ def _hit_lines(rank: int, hit: SearchHit) -> list[str]:
     ]
     if hit.reason:
         lines.append(f"   why: {hit.reason}")
+    if hit.open_url:
+        lines.append(f"   open: {hit.open_url}")
     lines.extend(f"   > {_marked(snippet)}" for snippet in hit.snippets)
     return lines
 

@@ -140,6 +140,10 @@ class CollectionConfig:
     "section" (one fragment per `#`/`##` section, for books and long documents)."""
 
 
+# The fields an `open_url` template may use (index/editor_link.py fills them).
+OPEN_URL_FIELDS = ("vault", "path", "abs_path")
+
+
 @dataclass(frozen=True, slots=True)
 class SpaceConfig:
     """One space: a named folder of notes."""
@@ -154,6 +158,8 @@ class SpaceConfig:
     """Glob patterns to skip; hidden files and folders are always skipped."""
     collections: tuple[CollectionConfig, ...] = ()
     """Named parts of the space; a note may belong to several."""
+    open_url: str = ""
+    """How a hit opens in an editor: a template of OPEN_URL_FIELDS ("" automatic, "none" never)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +206,10 @@ class Settings:
     """debug, info, warning or error."""
     language: Annotated[str, Env("NOTARIUM_LANGUAGE"), Choices(*LANGUAGES)] = "fr"
     """Default analyzer language of spaces."""
+    open_url: Annotated[str, Env("NOTARIUM_OPEN_URL")] = ""
+    """Default template of the link that opens a hit in an editor, for spaces
+    whose table gives none: fields {vault}, {path}, {abs_path}; "" gives an
+    Obsidian link when the space folder holds .obsidian/, "none" no link."""
     max_file_bytes: Annotated[int, Env("NOTARIUM_MAX_FILE_BYTES"), Meta(ge=1024)] = 2 * 1024 * 1024
     """Notes larger than this are truncated or
     skipped (see `oversize`)."""

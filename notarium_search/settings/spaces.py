@@ -5,6 +5,7 @@ the index folder."""
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from notarium_search.settings.declared import (
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
     LANGUAGES,
+    OPEN_URL_FIELDS,
     SPACE_NAME_PATTERN,
     CollectionConfig,
     ConfigError,
@@ -49,6 +51,7 @@ def read_spaces(
     exclude = _patterns("exclude", raw.get("exclude"), DEFAULT_EXCLUDE)
     found: dict[str, SpaceConfig] = {}
     misnamed: list[Path] = []
+    default_open_url = _open_url("open_url (NOTARIUM_OPEN_URL)", settings.open_url)
     root = settings.spaces_root
     if root is not None:
         if not root.is_dir():
@@ -57,7 +60,9 @@ def read_spaces(
             if not child.is_dir() or child.name.startswith("."):
                 continue  # files, and tool state (.obsidian, .git, .trash): never spaces, nothing to say
             if valid_space_name(child.name):
-                found[child.name] = SpaceConfig(child.name, child, settings.language, include, exclude)
+                found[child.name] = SpaceConfig(
+                    child.name, child, settings.language, include, exclude, open_url=default_open_url
+                )
             else:
                 misnamed.append(child)
     tables = raw.get("spaces", {})
@@ -107,7 +112,7 @@ def _space_table(
         raise ConfigError(f"space name {name!r} must match {SPACE_NAME_PATTERN}")
     if not isinstance(table, dict):
         raise ConfigError(f"[spaces.{name}] must be a table")
-    unknown = set(table) - {"path", "language", "include", "exclude", "collections"}
+    unknown = set(table) - {"path", "language", "include", "exclude", "collections", "open_url"}
     if unknown:
         raise ConfigError(f"unknown keys in [spaces.{name}]: {', '.join(sorted(unknown))}")
     if "path" in table:
@@ -125,7 +130,22 @@ def _space_table(
         include=_patterns(f"[spaces.{name}] include", table.get("include"), include),
         exclude=_patterns(f"[spaces.{name}] exclude", table.get("exclude"), exclude),
         collections=_collections(name, table.get("collections", {})),
+        open_url=_open_url(f"[spaces.{name}] open_url", table.get("open_url", settings.open_url)),
     )
+
+
+def _open_url(where: str, value: Any) -> str:
+    """A template of OPEN_URL_FIELDS, "" (automatic) or "none"; an unknown field is an error, not a silent blank."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{where} must be a string, got {value!r}")
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(value) if field is not None]
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc} in {value!r} (write {{{{ and }}}} for braces)") from exc
+    unknown = sorted(set(fields) - set(OPEN_URL_FIELDS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown field {{{unknown[0]}}} (known: {', '.join(OPEN_URL_FIELDS)})")
+    return value
 
 
 def _collections(space_name: str, tables: Any) -> tuple[CollectionConfig, ...]:

@@ -161,7 +161,9 @@ function hitItem(hit, index) {
   if (hit.reason) link.append(el('div', { class: 'reason' }, t('reason', hit.reason)));
   for (const snippet of hit.snippets) link.append(el('div', { class: 'snippet' }, ...snippetNodes(snippet.html)));
   link.append(metaLine(hit));
-  return el('li', { id: `hit-${index}`, role: 'option', 'aria-selected': 'false' }, link);
+  const item = el('li', { id: `hit-${index}`, role: 'option', 'aria-selected': 'false' }, link);
+  if (hit.open_url) item.append(el('a', { class: 'open-editor', href: hit.open_url, tabindex: '-1' }, t('openEditor')));
+  return item;
 }
 
 function badges(hit) {
@@ -220,7 +222,10 @@ function onSearchKey(event) {
   } else if (event.key === 'Enter') {
     event.preventDefault();
     const chosen = $(`hit-${Math.max(state.selected, 0)}`);
-    if (chosen) location.hash = chosen.querySelector('a').getAttribute('href');
+    if (!chosen) return;
+    // In the editor when the space has an open_url (docs/configuration.md), else the note view.
+    const editor = chosen.querySelector('a.open-editor');
+    if (editor) location.href = editor.href; else location.hash = chosen.querySelector('a').getAttribute('href');
   } else if (event.key === 'Escape') {
     event.preventDefault();
     $('q').value = '';

@@ -714,3 +714,22 @@ def test_with_no_space_configured_the_page_says_how_to_configure_one(browser: Br
         expect(watched.page.locator("#search-info")).to_contain_text("NOTARIUM_SPACES_ROOT")
         expect(watched.page.locator("#search-info")).to_contain_text("[spaces.NOM]")
         watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_enter_opens_a_hit_in_its_editor_when_the_space_has_an_open_url(browser: Browser, tmp_path: Path):
+    from dataclasses import replace
+
+    from playwright.sync_api import expect
+
+    vault = Vault(tmp_path)
+    vault.write("réunion #3.md", "---\ntitle: Réunion\n---\nLe registre des prestataires.\n", space="carnet")
+    plain = quiet(vault)
+    # A link the test browser can follow (an editor's scheme would leave the page).
+    settings = replace(plain, spaces=tuple(replace(s, open_url="/healthz?file={path}") for s in plain.spaces))
+    with started_server(settings) as url, opened(browser, url) as watched:
+        page = watched.page
+        search(page, "registre")
+        expect(page.locator("#results .open-editor")).to_have_text("ouvrir dans l'éditeur")
+        page.locator("#q").press("Enter")
+        expect(page).to_have_url(re.compile(r"/healthz\?file=r%C3%A9union%20%233\.md$"))

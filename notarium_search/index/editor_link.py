@@ -1,0 +1,39 @@
+"""The link that opens a note in the editor it lives in: a space's `open_url`
+template (docs/configuration.md) filled for one note.
+
+Each field is percent-encoded for where it goes: {vault} and {path} as query
+values (every reserved character, `/` included: Obsidian asks for `%2F`),
+{abs_path} as a path, with its leading `/` (`vscode://file{abs_path}`). Spaces, accents,
+`#`, `&` and `?` in a file name never break the link. Pure: no I/O but the
+one look for `.obsidian/` when the space's template is automatic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+from notarium_search.settings import SpaceConfig
+
+OBSIDIAN = "obsidian://open?vault={vault}&file={path}"
+NONE = "none"
+
+
+def template_for(config: SpaceConfig) -> str | None:
+    """The space's template: its own, else an Obsidian link when its folder is
+    an Obsidian vault (holds `.obsidian/`), else none."""
+    if config.open_url == NONE:
+        return None
+    if config.open_url:
+        return config.open_url
+    return OBSIDIAN if (config.path / ".obsidian").is_dir() else None
+
+
+def render(template: str, root: Path, path: str) -> str:
+    """The template filled for the note at `path` (POSIX, relative to the space folder `root`)."""
+    absolute = (root / path).as_posix()
+    return template.format(
+        vault=quote(root.name, safe=""),
+        path=quote(path, safe=""),
+        abs_path=quote(absolute, safe="/"),
+    )
