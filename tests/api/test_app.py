@@ -114,7 +114,9 @@ def test_search_shape(client):
         "channels",
         "reason",
         "explain",
+        "open_url",
     }
+    assert first["open_url"] is None  # not an Obsidian vault, no template
     assert first["id"] == "agent"
     assert first["channels"] == {"lexical": 1}
     assert first["reason"] is None
