@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,9 @@ class SnippetOut:
     text: str
     html: str  # escaped text; only <mark> is markup
     highlights: list[Highlight]
+    heading: list[str]  # the headings it sits under in the note, outermost first
+    line: int | None  # 1-based line in the file (frontmatter included) of its first highlight
+    column: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,10 @@ class SearchResult(NoteOut):
     reason: str | None = None  # graph channel: "linked from: …"
     explain: dict[str, TraceOut] | None = None  # with ?explain=1
     open_url: str | None = None  # opens the note in its editor, when the space has an open_url
+    heading: list[str] | None = None  # where the best match is: the headings it sits under
+    anchor: str | None = None  # its section as a link names it: [[note#anchor]]
+    line: int | None = None  # 1-based line in the file of its first highlight
+    column: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +197,8 @@ class Health:
 
 
 def snippet_out(snippet: Snippet) -> SnippetOut:
-    return SnippetOut(snippet.text, snippet.html, [Highlight(r.start, r.end) for r in snippet.highlights])
+    highlights = [Highlight(r.start, r.end) for r in snippet.highlights]
+    return SnippetOut(snippet.text, snippet.html, highlights, list(snippet.heading), snippet.line, snippet.column)
 
 
 def note_out(note: NoteSummary) -> NoteOut:
@@ -252,6 +260,7 @@ def search_result(hit: SearchHit, explain: bool = False) -> SearchResult:
         reason=hit.reason,
         explain=trace,
         open_url=hit.open_url,
+        **_where(hit.snippets),
     )
 
 
@@ -267,6 +276,19 @@ def search_body(response: SearchResponse, explain: bool = False) -> SearchBody:
         caveats=response.caveats,
         filters=filters_out(response.filters),
     )
+
+
+def _where(snippets: Sequence[Snippet]) -> dict[str, Any]:
+    """Where a hit's best match is: its first snippet that is in the body."""
+    best = next((s for s in snippets if s.at >= 0), None)
+    if best is None:
+        return {}
+    return {
+        "heading": list(best.heading),
+        "anchor": best.heading[-1] if best.heading else None,
+        "line": best.line,
+        "column": best.column,
+    }
 
 
 def filters_out(filters: Iterable[TypedFilter]) -> list[FilterOut]:

@@ -64,6 +64,7 @@ class ParsedNote(NoteSummary):
     frontmatter: Mapping[str, Any] = field(default_factory=dict)  # JSON-safe, bounded (parse.clean_frontmatter)
     collections: tuple[str, ...] = ()  # set by the indexer from the space's collections
     chunking: str = "paragraph"  # fragment mode of the note's collection (chunking.CHUNKING_MODES)
+    lines: tuple[tuple[int, int, int], ...] = ()  # (offset in text, file line, column) per line: notes/location.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,10 @@ class Snippet:
     text: str
     highlights: tuple[TextRange, ...]
     html: str
+    at: int = -1  # offset in the note's plain text of its first highlight (else its start); -1: not in the body
+    heading: tuple[str, ...] = ()  # the headings it sits under, outermost first
+    line: int | None = None  # 1-based line in the file (frontmatter included) of `at`
+    column: int | None = None  # 1-based column there (markup removed before it on that line may shift it)
 
 
 @dataclass(frozen=True, slots=True)

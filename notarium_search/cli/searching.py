@@ -58,7 +58,11 @@ def _print_results(response: Any) -> None:
             snippet.append(first.text)
             for r in first.highlights:
                 snippet.stylize("bold yellow", r.start, r.end)
-        table.add_row(str(rank), hit.note.title, hit.note.path, snippet)
+        best = next((s for s in hit.snippets if s.line is not None), None)
+        where = f"{hit.note.path}:{best.line}" if best is not None else hit.note.path
+        if best is not None and best.heading:
+            where += "\n" + " > ".join(best.heading)
+        table.add_row(str(rank), hit.note.title, where, snippet)
     console = Console()
     console.print(table)
     if response.unmatched_terms:

@@ -102,6 +102,7 @@ class Payload(PayloadHead, frozen=True, array_like=True):
     frontmatter: dict[str, Any] = {}
     collections: tuple[str, ...] = ()
     chunking: str = "paragraph"
+    lines: tuple[tuple[int, int, int], ...] = ()  # notes/location.py
 
     def wikilinks(self) -> tuple[WikiLink, ...]:
         return tuple(WikiLink(t, h, a) for t, h, a in self.links)
@@ -127,6 +128,7 @@ class Payload(PayloadHead, frozen=True, array_like=True):
             frontmatter=self.frontmatter,
             collections=self.collections,
             chunking=self.chunking,
+            lines=self.lines,
         )
 
 
@@ -222,6 +224,7 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         frontmatter=dict(note.frontmatter),
         collections=note.collections,
         chunking=note.chunking,
+        lines=note.lines,
     )
     for collection in note.collections:
         doc.add_text("collections", collection)

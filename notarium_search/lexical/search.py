@@ -20,7 +20,7 @@ from notarium_search.lexical.schema import (
     index_date,
     meta_term,
 )
-from notarium_search.lexical.snippets import HighlightTerms, make_snippets
+from notarium_search.lexical.snippets import HighlightTerms, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import RankingConfig
 from notarium_search.types import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary, Snippet
@@ -219,7 +219,9 @@ def snippets_of(index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, ...]:
 
 def _cut(payload: Payload, terms: HighlightTerms, analyzers: Analyzers) -> tuple[Snippet, ...]:
     # A note with a title and no body (yet) shows its title as its snippet.
-    return make_snippets(payload.text, terms, analyzers, fallback=payload.title)
+    return located(
+        make_snippets(payload.text, terms, analyzers, fallback=payload.title), payload.sections, payload.lines
+    )
 
 
 def _conjunction(clauses: list[tuple[Occur, Query]]) -> Query:

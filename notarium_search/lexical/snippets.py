@@ -20,12 +20,13 @@ import codecs
 import functools
 import html
 import re
-from collections.abc import Iterable, Iterator, Set
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence, Set
+from dataclasses import dataclass, replace
 
 from notarium_search.lexical import analysis
 from notarium_search.lexical.analysis import Analyzers
 from notarium_search.lexical.query import FUZZY_MIN_CHARS, QueryPlan
+from notarium_search.notes.location import Anchor, heading_path, line_and_column
 from notarium_search.types import Snippet, TextRange
 
 SNIPPET_CHARS = 200  # long enough for a sentence of context, short enough for a list
@@ -91,9 +92,13 @@ def make_snippets(
     title) stands in for a blank text, so that a note with a title and no body
     still gets a snippet; none only when both are blank."""
     if not text or text.isspace():  # isspace stops at the first letter: no cost for a real note
-        text = fallback.strip()
-        if not text:
-            return ()
+        title = fallback.strip()
+        # The title stands in: no place in the body to point at.
+        return tuple(replace(s, at=-1) for s in _excerpts(title, terms, analyzers, limit)) if title else ()
+    return _excerpts(text, terms, analyzers, limit)
+
+
+def _excerpts(text: str, terms: HighlightTerms, analyzers: Analyzers, limit: int) -> tuple[Snippet, ...]:
     matches = find_matches(text, terms, analyzers)
     if not matches:
         return (_render(text, 0, _cut_end(text, SNIPPET_CHARS), []),)
@@ -354,7 +359,28 @@ def _render(text: str, start: int, end: int, matches: list[_Match]) -> Snippet:
     shift = len(lead) - start
     ranges = tuple(TextRange(m.start + shift, m.end + shift) for m in matches)
     snippet_text = lead + body + tail
-    return Snippet(text=snippet_text, highlights=ranges, html=highlight_html(snippet_text, ranges))
+    at = matches[0].start if matches else start
+    return Snippet(text=snippet_text, highlights=ranges, html=highlight_html(snippet_text, ranges), at=at)
+
+
+def located(
+    snippets: Iterable[Snippet], sections: Sequence[tuple[int, int, str]], lines: Sequence[Anchor]
+) -> tuple[Snippet, ...]:
+    """The snippets with where they are in the note's file: the headings they
+    sit under, the line and column of their first highlight (notes/location.py)."""
+    return tuple(_located(snippet, sections, lines) for snippet in snippets)
+
+
+def _located(snippet: Snippet, sections: Sequence[tuple[int, int, str]], lines: Sequence[Anchor]) -> Snippet:
+    if snippet.at < 0:
+        return snippet
+    where = line_and_column(lines, snippet.at)
+    return replace(
+        snippet,
+        heading=heading_path(sections, snippet.at),
+        line=where[0] if where else None,
+        column=where[1] if where else None,
+    )
 
 
 def highlight_html(text: str, ranges: Iterable[TextRange]) -> str:

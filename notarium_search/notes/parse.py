@@ -23,7 +23,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 from yaml.constructor import SafeConstructor
 
-from notarium_search.notes import markdown
+from notarium_search.notes import location, markdown
 from notarium_search.types import ParsedNote
 
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in the first 8 KiB means "not a text note"
@@ -125,6 +125,8 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
     text = unicodedata.normalize("NFC", text)
     meta, body = _split_frontmatter(text, warnings)
     parts = markdown.analyse(body)
+    start = len(text) - len(body) if text.endswith(body) else max(text.find(body), 0)
+    lines = location.line_anchors(body, parts.plain_text, text.count("\n", 0, start) + 1)
     stem = unicodedata.normalize("NFC", posixpath.splitext(posixpath.basename(rel_path))[0])
     title = _first_str(meta.get("title")) or parts.first_h1 or stem
     tags = _tag_list(meta.get("tags", meta.get("tag"))) + tuple(t.lower() for t in parts.tags)
@@ -148,6 +150,7 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
         sections=parts.sections,
         code_blocks=parts.code_blocks,
         frontmatter=clean_frontmatter(meta),
+        lines=lines,
     )
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.query import plan_query
-from notarium_search.lexical.snippets import HighlightTerms, make_snippets
+from notarium_search.lexical.schema import Payload
+from notarium_search.lexical.snippets import HighlightTerms, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.semantic.calibration import query_weight
 from notarium_search.semantic.index import Record, SemanticIndex, text_digest
@@ -58,7 +59,7 @@ def search(
         payload = payloads.get(note_id)
         if payload is None:  # deleted since: the vectors lag the lexical index
             continue
-        snippets = _snippets(payload.text, fragments, terms, lexical_index)
+        snippets = _snippets(payload, fragments, terms, lexical_index)
         results.append(ChannelHit(payload.summary(), best, snippets, confident=confident))
     weight = 1.0
     if results and unrelated is not None and margin is not None:
@@ -90,22 +91,29 @@ def snippets_of(lexical_index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, 
     payload = lexical.payloads_by_id(lexical_index, [hit.note_id]).get(hit.note_id)
     if payload is None:
         return ()
-    return _snippets(payload.text, hit.evidence.fragments, hit.evidence.terms, lexical_index)
+    return _snippets(payload, hit.evidence.fragments, hit.evidence.terms, lexical_index)
 
 
 def _snippets(
-    text: str, fragments: Sequence[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
+    payload: Payload, fragments: Sequence[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
 ) -> tuple[Snippet, ...]:
-    found = (_snippet(text, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
+    found = (_snippet(payload, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
     return tuple(s for s in found if s is not None)
 
 
-def _snippet(text: str, record: Record, terms: HighlightTerms, lexical_index: LexicalIndex) -> Snippet | None:
-    fragment = text[record.start : record.end].strip()
+def _snippet(payload: Payload, record: Record, terms: HighlightTerms, lexical_index: LexicalIndex) -> Snippet | None:
+    """The fragment's best excerpt, placed in the note (its `at` counts from the note's text)."""
+    piece = payload.text[record.start : record.end]
+    fragment = piece.strip()
     if text_digest(fragment) != record.digest:
         return None  # the note changed since this fragment was embedded
     found = make_snippets(fragment, terms, lexical_index.analyzers, limit=1)
-    return found[0] if found else None
+    if not found:
+        return None
+    if found[0].at < 0:
+        return found[0]
+    first = replace(found[0], at=found[0].at + record.start + len(piece) - len(piece.lstrip()))
+    return located((first,), payload.sections, payload.lines)[0]
 
 
 def related(
@@ -137,8 +145,8 @@ def related(
         payload = payloads.get(other_id)
         if payload is None or abs(payload.updated - source_time) < min_seconds_apart:
             continue
-        theirs = _snippet(payload.text, other, terms, lexical_index)
-        ours = _snippet(source.text, mine, terms, lexical_index)
+        theirs = _snippet(payload, other, terms, lexical_index)
+        ours = _snippet(source, mine, terms, lexical_index)
         if theirs is not None and ours is not None:
             echoes.append(Echo(payload.summary(), score, theirs, ours))
         if len(echoes) >= limit:

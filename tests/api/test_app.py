@@ -115,6 +115,10 @@ def test_search_shape(client):
         "reason",
         "explain",
         "open_url",
+        "heading",
+        "anchor",
+        "line",
+        "column",
     }
     assert first["open_url"] is None  # not an Obsidian vault, no template
     assert first["id"] == "agent"
@@ -500,3 +504,31 @@ def test_sort_by_date_keeps_the_notes_newest_first(client):
 def test_a_typed_date_that_is_not_one_is_a_400(client):
     body = assert_error(client.get("/spaces/notes/search", params={"q": "after:2024-13"}), 400, "invalid_parameter")
     assert "after:2024-13 is not a date" in body["detail"]
+
+
+NESTED = (
+    "---\nid: nested\ntitle: Carnet\ntags: [projet]\n---\n"  # frontmatter: lines 1-5
+    "# Projets\n\n"  # line 6
+    "Intro.\n\n"
+    "## DORA\n\n"  # line 10
+    "```python\n# pas un titre\nvaleur = 1\n```\n\n"  # lines 12-15: a `#` in code is no heading
+    "Le registre [[Prestataires|des tiers]] est tenu à jour.\n"  # line 17
+)
+
+
+def test_each_hit_says_where_its_best_match_is(vault: Vault):
+    vault.write("nested.md", NESTED)
+    vault.write("crlf.md", "---\r\nid: crlf\r\n---\r\n# Titre\r\n\r\nLe registre CRLF.\r\n")
+    vault.write("title.md", "---\nid: title\ntitle: Registre des tiers\n---\nAucun mot cherché ici.\n")
+    service = vault.service()
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+        hits = {h["id"]: h for h in client.get("/spaces/notes/search", params={"q": "registre tenu"}).json()["results"]}
+    service.stop()
+    nested = hits["nested"]
+    assert (nested["heading"], nested["anchor"], nested["line"]) == (["Projets", "DORA"], "DORA", 17)
+    assert nested["column"] == 4  # "registre" after "Le ", in the file as saved
+    (snippet,) = nested["snippets"]
+    assert (snippet["heading"], snippet["line"]) == (["Projets", "DORA"], 17)
+    assert (hits["crlf"]["heading"], hits["crlf"]["line"], hits["crlf"]["column"]) == (["Titre"], 6, 4)
+    # A match in the title only: the note's opening, where the body starts.
+    assert (hits["title"]["heading"], hits["title"]["anchor"], hits["title"]["line"]) == ([], None, 5)

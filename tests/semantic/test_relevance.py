@@ -51,6 +51,8 @@ def test_meaning_still_finds_a_note_no_word_of_the_query_is_in(sample: Service):
     response = sample.search("lab", "a famous line from Shakespeare", NO_FILTER, 10)
     assert ids(response)[0] == "hamlet.md"
     assert response.results[0].channels == {"semantic": 1}
+    # Where: its fragment's line in the file, after the 4 lines of frontmatter.
+    assert [s.line for s in response.results[0].snippets] == [5]
     # Above Reciprocal Rank Fusion, which it used to follow.
     assert "papers/rrf.md" not in ids(response)[: ids(response).index("hamlet.md")]
 
