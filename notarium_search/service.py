@@ -212,7 +212,7 @@ class Service:
         if sort != "relevance":
             results = tuple(sorted(results, key=lambda hit: getattr(hit.note, sort), reverse=True))
         if space.editor_template is not None:
-            results = tuple(replace(hit, open_url=space.open_url(hit.note.path)) for hit in results)
+            results = tuple(replace(hit, open_url=_open_url(space, hit)) for hit in results)
         return replace(answer, results=results, query=text, filters=typed.filters)
 
     def _filtered(self, space: Space, filters: FeedFilter, limit: int) -> SearchResponse:
@@ -403,6 +403,14 @@ def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
 def _check_limit(limit: int) -> None:
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidParameter(f"limit must be between 1 and {MAX_LIMIT}")
+
+
+def _open_url(space: Space, hit: SearchHit) -> str | None:
+    """The hit's editor link, at its best match (its first snippet placed in the body)."""
+    best = next((s for s in hit.snippets if s.line is not None), None)
+    if best is None:
+        return space.open_url(hit.note.path)
+    return space.open_url(hit.note.path, best.heading[-1] if best.heading else "", best.line)
 
 
 def fused_notes(space: Space, results: list[ChannelResult], count: int) -> tuple[list[Fused], dict[str, NoteSummary]]:

@@ -3,7 +3,9 @@ template (docs/configuration.md) filled for one note.
 
 Each field is percent-encoded for where it goes: {vault} and {path} as query
 values (every reserved character, `/` included: Obsidian asks for `%2F`),
-{abs_path} as a path, with its leading `/` (`vscode://file{abs_path}`). Spaces, accents,
+{abs_path} as a path, with its leading `/` (`vscode://file{abs_path}:{line}`);
+{heading} (the match's section, "" before the first heading) as a query
+value; {line} is the match's line in the file (1 when unknown). Spaces, accents,
 `#`, `&` and `?` in a file name never break the link. Pure: no I/O but the
 one look for `.obsidian/` when the space's template is automatic.
 """
@@ -29,11 +31,14 @@ def template_for(config: SpaceConfig) -> str | None:
     return OBSIDIAN if (config.path / ".obsidian").is_dir() else None
 
 
-def render(template: str, root: Path, path: str) -> str:
-    """The template filled for the note at `path` (POSIX, relative to the space folder `root`)."""
+def render(template: str, root: Path, path: str, heading: str = "", line: int = 1) -> str:
+    """The template filled for the note at `path` (POSIX, relative to the space
+    folder `root`), at the section `heading` and the file line `line` of its match."""
     absolute = (root / path).as_posix()
     return template.format(
         vault=quote(root.name, safe=""),
         path=quote(path, safe=""),
         abs_path=quote(absolute, safe="/"),
+        heading=quote(heading, safe=""),
+        line=line,
     )

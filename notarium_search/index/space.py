@@ -375,11 +375,12 @@ class Space:
             on.append(self.graph)
         return on
 
-    def open_url(self, path: str) -> str | None:
-        """The link that opens the note at `path` in its editor, or None (no template)."""
+    def open_url(self, path: str, heading: str = "", line: int | None = None) -> str | None:
+        """The link that opens the note at `path` in its editor (at the match's
+        section and line when known), or None (no template)."""
         if self.editor_template is None:
             return None
-        return editor_link.render(self.editor_template, self.config.path, path)
+        return editor_link.render(self.editor_template, self.config.path, path, heading, line or 1)
 
     def on_disk(self, note: NoteSummary) -> bool:
         """Whether the note's file is still there. The index follows deletions

@@ -141,7 +141,7 @@ class CollectionConfig:
 
 
 # The fields an `open_url` template may use (index/editor_link.py fills them).
-OPEN_URL_FIELDS = ("vault", "path", "abs_path")
+OPEN_URL_FIELDS = ("vault", "path", "abs_path", "heading", "line")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +208,7 @@ class Settings:
     """Default analyzer language of spaces."""
     open_url: Annotated[str, Env("NOTARIUM_OPEN_URL")] = ""
     """Default template of the link that opens a hit in an editor, for spaces
-    whose table gives none: fields {vault}, {path}, {abs_path}; "" gives an
+    whose table gives none: fields {vault}, {path}, {abs_path}, {heading}, {line}; "" gives an
     Obsidian link when the space folder holds .obsidian/, "none" no link."""
     max_file_bytes: Annotated[int, Env("NOTARIUM_MAX_FILE_BYTES"), Meta(ge=1024)] = 2 * 1024 * 1024
     """Notes larger than this are truncated or

@@ -24,9 +24,11 @@ def test_every_field_is_encoded_for_where_it_goes(tmp_path: Path):
     query = parse_qs(urlsplit(link).query)
     assert query == {"vault": ["Mon coffre"], "file": [AWKWARD]}  # `&`, `#`, `?`, spaces, accents intact
     assert "%2F" in link  # Obsidian asks for slashes encoded
-    editor = render("vscode://file{abs_path}", root, AWKWARD)
+    editor = render("vscode://file{abs_path}:{line}", root, AWKWARD, "Réunion & suites", 17)
     assert editor.startswith("vscode://file/")
-    assert unquote(editor.removeprefix("vscode://file")) == (root / AWKWARD).as_posix()
+    assert editor.endswith(":17")
+    assert unquote(editor.removeprefix("vscode://file").removesuffix(":17")) == (root / AWKWARD).as_posix()
+    assert render("x://?h={heading}", root, AWKWARD, "Réunion & suites") == "x://?h=R%C3%A9union%20%26%20suites"
     assert not {"#", "?", " "} & set(editor)
 
 
@@ -42,7 +44,7 @@ def test_an_obsidian_vault_gets_an_obsidian_link_by_default(tmp_path: Path):
 @pytest.mark.parametrize(
     ("template", "message"),
     [
-        ("obsidian://open?file={file}", "unknown field {file} (known: vault, path, abs_path)"),
+        ("obsidian://open?file={file}", "unknown field {file} (known: vault, path, abs_path, heading, line)"),
         ("x://{path", "expected '}' before end of string"),
     ],
 )
@@ -72,3 +74,19 @@ def test_hits_carry_their_link_when_the_space_has_one(vault: Vault):
         (hit,) = client.get("/spaces/notes/search", params={"q": "registre"}).json()["results"]
     assert hit["open_url"] is None
     service.stop()
+
+
+def test_a_hit_link_points_at_the_line_and_section_of_its_match(vault: Vault):
+    from dataclasses import replace
+
+    from notarium_search.service import Service
+    from notarium_search.types import FeedFilter
+
+    vault.write("a.md", "---\nid: a\n---\n# Projets\n\n## DORA\n\nLe registre des tiers.\n")
+    plain = vault.settings()
+    settings = replace(plain, spaces=tuple(replace(s, open_url="x://{path}:{line}?h={heading}") for s in plain.spaces))
+    service = Service(settings)
+    service.spaces["notes"].run_reconcile()
+    (hit,) = service.search("notes", "registre", FeedFilter(), 10).results
+    service.stop()
+    assert hit.open_url == "x://a.md:8?h=DORA"

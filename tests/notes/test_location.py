@@ -24,7 +24,9 @@ def test_lines_count_in_the_file_as_saved_frontmatter_included():
 def test_columns_stay_exact_after_markup_on_the_line():
     text = "Le **registre** [[Prestataires|des tiers]] et `code` puis *fin*.\n"
     for word in ("registre", "des tiers", "code", "fin"):
-        (line, column), _ = place(text, word)
+        where, _ = place(text, word)
+        assert where is not None
+        line, column = where
         assert line == 1
         assert text.splitlines()[0][column - 1 :].startswith(word.split()[0]), word
 
