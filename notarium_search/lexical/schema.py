@@ -15,6 +15,7 @@ import msgspec
 import tantivy
 
 from notarium_search.lexical.analysis import MAX_TOKEN_CHARS, Analyzers
+from notarium_search.notes import location
 from notarium_search.notes.parse import flatten_meta
 from notarium_search.types import NoteSummary, ParsedNote, WikiLink
 
@@ -102,7 +103,7 @@ class Payload(PayloadHead, frozen=True, array_like=True):
     frontmatter: dict[str, Any] = {}
     collections: tuple[str, ...] = ()
     chunking: str = "paragraph"
-    lines: tuple[tuple[int, int, int], ...] = ()  # notes/location.py
+    lines: bytes = b""  # line anchors, packed (notes/location.pack): decoded only for the hits that are shown
 
     def wikilinks(self) -> tuple[WikiLink, ...]:
         return tuple(WikiLink(t, h, a) for t, h, a in self.links)
@@ -128,7 +129,6 @@ class Payload(PayloadHead, frozen=True, array_like=True):
             frontmatter=self.frontmatter,
             collections=self.collections,
             chunking=self.chunking,
-            lines=self.lines,
         )
 
 
@@ -224,7 +224,7 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         frontmatter=dict(note.frontmatter),
         collections=note.collections,
         chunking=note.chunking,
-        lines=note.lines,
+        lines=location.pack(note.lines),
     )
     for collection in note.collections:
         doc.add_text("collections", collection)

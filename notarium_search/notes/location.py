@@ -13,12 +13,15 @@ takes the line of the nearest anchor before it.
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 
 _WORD = re.compile(r"\w{2,}")
+# A line's first word: the start of a line, anything but a word on it, the word.
+_FIRST_WORD = re.compile(r"^[^\n]*?(\w{2,})", re.M)
 # Characters of the markup notes/markdown.py removes or rewrites inside a line.
-_MARKUP = re.compile(r"[\[\]*_`<>=~|!(#%$]")
+_MARKUP = re.compile(r"[\[\]*_`<>=~|!(#%$]+")
 # How far past the previous line's length the next line's first word may be
 # found: what markup removal and block spacing may leave between them.
 SLACK_CHARS = 200
@@ -30,38 +33,63 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
     """Anchors of the body's lines, in order; `first_line`: the file line the body starts on.
 
     A line of prose gets one anchor, its first word; a line with markup gets
-    one more wherever the markup shifts the words (`[[Cible|alias]] des
-    prestataires`), so that columns stay exact after it."""
+    one more after each run of markup characters that shifts the words
+    (`[[Cible|alias]] des prestataires`), so that columns stay exact after it.
+    One pass of one expression over the body finds each line's first word
+    (a split and a search per line cost a quarter of a note's parse)."""
     anchors: list[Anchor] = []
-    cursor, reach = 0, len(plain)
-    for number, line in enumerate(body.split("\n"), start=first_line):
-        words = _WORD.finditer(line) if _MARKUP.search(line) else _first(line)
-        shift = None
-        for word in words:
-            at = plain.find(word[0], cursor, min(reach, len(plain)))
-            if at < 0:
+    cursor, reach, number, counted = 0, len(plain), first_line, 0
+    for first in _FIRST_WORD.finditer(body):
+        start = first.start()
+        number += body.count("\n", counted, start)
+        counted = start
+        end = body.find("\n", start)
+        end = len(body) if end < 0 else end
+        word, column = first[1], first.start(1) - start
+        at = plain.find(word, cursor, min(reach, len(plain)))
+        if at < 0:
+            continue
+        anchors.append((at, number, column + 1))
+        shift, cursor = at - column, at + 1
+        reach = at + (end - start) + SLACK_CHARS + len(word)  # the next line starts within this line's reach
+        for markup in _MARKUP.finditer(body, first.end(1), end):
+            following = _WORD.search(body, markup.end(), end)
+            if following is None:
+                break
+            column = following.start() - start
+            # Markup only ever shortens a line: the word is at most where the
+            # current shift puts it (a wiki-link's target, shown by its alias, is not found).
+            found = plain.find(following[0], cursor, column + shift + len(following[0]))
+            if found < 0:
                 continue
-            if shift is None:
-                reach = at + len(line) + SLACK_CHARS + len(word[0])  # the next line starts within this line's reach
-            if at - word.start() != shift:
-                anchors.append((at, number, word.start() + 1))
-                shift = at - word.start()
-            cursor = at + 1
+            if found - column != shift:
+                anchors.append((found, number, column + 1))
+                shift = found - column
+            cursor = found + 1
     return tuple(anchors)
 
 
-def _first(line: str) -> list[re.Match[str]]:
-    found = _WORD.search(line)
-    return [found] if found is not None else []
+def pack(anchors: Sequence[Anchor]) -> bytes:
+    """Anchors as stored with the note: flat unsigned 32-bit integers, read in
+    place at query time (a tuple per line made every hit's decode slower)."""
+    return array("I", [value for anchor in anchors for value in anchor]).tobytes()
 
 
-def line_and_column(anchors: Sequence[Anchor], offset: int) -> tuple[int, int] | None:
-    """The file line and column of a plain-text offset; None when no line is known."""
-    index = bisect_right(anchors, (offset, 1 << 62, 1 << 62)) - 1
-    if index < 0:
-        return (anchors[0][1], anchors[0][2]) if anchors else None
-    at, line, column = anchors[index]
-    return line, column + (offset - at)
+def unpack(packed: bytes) -> array[int]:
+    values = array("I")
+    values.frombytes(packed)
+    return values
+
+
+def line_and_column(values: array[int] | Sequence[Anchor], offset: int) -> tuple[int, int] | None:
+    """The file line and column of a plain-text offset (anchors packed, or as
+    tuples); None when no line is known."""
+    flat = values if isinstance(values, array) else array("I", [v for anchor in values for v in anchor])
+    if not flat:
+        return None
+    index = max(bisect_right(flat[0::3], offset) - 1, 0)
+    at, line, column = flat[3 * index], flat[3 * index + 1], flat[3 * index + 2]
+    return line, column + max(offset - at, 0)
 
 
 def heading_path(sections: Sequence[tuple[int, int, str]], offset: int) -> tuple[str, ...]:
