@@ -165,6 +165,7 @@ class NoteBody:
     backlinks: list[LinkedNoteOut]
     dangling: list[LinkOut]
     content: str | None  # the Markdown file, with ?content=1
+    html: str | None = None  # the body rendered and sanitised, with ?render=1 (api/preview.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ event loop.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any, Literal, cast
 
 import anyio
@@ -18,7 +19,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.params import Parameter, PathParameter
 
 from notarium_search import __version__, params
-from notarium_search.api import errors
+from notarium_search.api import errors, preview
 from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
 from notarium_search.api.errors import UniformErrors
 from notarium_search.api.exposure import Exposure
@@ -147,6 +148,7 @@ def note_route(
     space: SpaceName,
     note_path: Annotated[str, PathParameter(description="note id (may contain /), optionally then /related")],
     content: Annotated[bool, Parameter(description="Include the note's Markdown")] = False,
+    render: Annotated[bool, Parameter(description="Include the note's body as sanitised HTML")] = False,
     limit: Limit = 10,
     min_days_apart: Annotated[float, Parameter(ge=0, le=36500)] = 0.0,
     collection: Collections = None,
@@ -163,7 +165,14 @@ def note_route(
         return RelatedBody(note_id, [related_note(e) for e in echoes])
     if not whole:
         raise NotFoundException(f"unknown note route: expected /spaces/{space}/notes/{{id}}")
-    return note_body(service.note(space, whole, content))
+    detail = service.note(space, whole, content or render)
+    body = note_body(detail)
+    if render and detail.content is not None:
+        targets = {link.target: link.note.id for link in detail.links if link.note is not None}
+        body = replace(body, html=preview.render(detail.content, preview.resolver(targets), space))
+    if render and not content:
+        body = replace(body, content=None)
+    return body
 
 
 @get("/spaces/{space:str}/notes", sync_to_thread=True, responses=errors.RESPONSES)

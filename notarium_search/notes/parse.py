@@ -154,6 +154,11 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
     )
 
 
+def body_of(text: str) -> str:
+    """A note's Markdown without its frontmatter (as `parse_note` splits it)."""
+    return _split_frontmatter(unicodedata.normalize("NFC", text), [])[1]
+
+
 def clean_frontmatter(meta: dict[str, Any]) -> dict[str, Any]:
     """The frontmatter as JSON-safe data (str, int, float, bool, None, lists,
     mappings with text keys), bounded, because it is user input stored with

@@ -4,6 +4,7 @@
 
 import { STRINGS } from './strings.js';
 
+const SHOWN_FIELDS = new Set(['title', 'tags', 'tag', 'aliases', 'alias', 'id', 'created', 'updated']);
 const CHANNELS = [['lexical', 'mots'], ['semantic', 'sens'], ['graph', 'lien']];
 const DEBOUNCE_MS = 120;
 const SEARCH_LIMIT = 20;
@@ -156,7 +157,7 @@ function showResults(body, keepSelection = false) {
 }
 
 function hitItem(hit, index) {
-  const link = el('a', { class: 'hit', href: noteHref(state.space, hit.id), tabindex: '-1' },
+  const link = el('a', { class: 'hit', href: noteHref(state.space, hit.id), tabindex: '-1', 'data-anchor': hit.anchor },
     el('div', { class: 'hit-head' }, el('span', { class: 'hit-title' }, hit.title), ...badges(hit)));
   if (hit.reason) link.append(el('div', { class: 'reason' }, t('reason', hit.reason)));
   for (const snippet of hit.snippets) link.append(el('div', { class: 'snippet' }, ...snippetNodes(snippet.html)));
@@ -225,7 +226,9 @@ function onSearchKey(event) {
     if (!chosen) return;
     // In the editor when the space has an open_url (docs/configuration.md), else the note view.
     const editor = chosen.querySelector('a.open-editor');
-    if (editor) location.href = editor.href; else location.hash = chosen.querySelector('a').getAttribute('href');
+    const link = chosen.querySelector('a.hit');
+    state.anchor = link.dataset.anchor ?? null;
+    if (editor) location.href = editor.href; else location.hash = link.getAttribute('href');
   } else if (event.key === 'Escape') {
     event.preventDefault();
     $('q').value = '';
@@ -264,26 +267,44 @@ function showNote(space, id) {
   $('back').focus();
   // Ids may contain "/": the route takes them as a path, so only each segment is encoded.
   const path = `spaces/${encodeURIComponent(space)}/notes/${id.split('/').map(encodeURIComponent).join('/')}`;
-  latest('note', path, { content: 1 }).then((body) => {
+  latest('note', path, { render: 1 }).then((body) => {
     state.note = { space, body };
     renderNote();
   }).catch(reportUnlessAborted($('note-title')));
 }
 
 function renderNote() {
-  const { space, body: { note, aliases, links, backlinks, dangling, content } } = state.note;
+  const { space, body: { note, aliases, links, backlinks, dangling, html } } = state.note;
   document.title = `${note.title} — notarium`;
   $('note-title').textContent = note.title;
   const rows = [['path', note.path], ['folder', note.folder], ['tags', note.tags.map((tag) => `#${tag}`).join(' ')],
-    ['aliases', aliases.join(', ')], ['created', date(note.created)], ['updated', date(note.updated)]];
+    ['aliases', aliases.join(', ')], ['created', date(note.created)], ['updated', date(note.updated)],
+    // The other frontmatter fields, as properties.
+    ...Object.entries(note.fields).filter(([key]) => !SHOWN_FIELDS.has(key))
+      .map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)])];
   $('note-meta').replaceChildren(...rows.filter(([, value]) => value)
-    .flatMap(([key, value]) => [el('dt', {}, t(key)), el('dd', {}, value)]));
+    .flatMap(([key, value]) => [el('dt', {}, t(key) ?? key), el('dd', {}, value)]));
   const section = (key, items, render) => (items.length
     ? [el('h2', {}, t(key)), el('ul', { class: 'links' }, ...items.map((item) => el('li', {}, render(item))))] : []);
   const linkTo = (linked) => el('a', { href: noteHref(space, linked.id) }, linked.title);
   $('note-links').replaceChildren(...section('outgoing', links, linkTo), ...section('backlinks', backlinks, linkTo),
     ...section('dangling', dangling, (link) => el('span', { class: 'dangling' }, link.target)));
-  $('note-content').textContent = content ?? t('fileGone');
+  // Rendered and sanitised by the service (api/preview.py: no script, handler
+  // or javascript: link survives), and the page's policy runs no inline script.
+  if (html == null) $('note-content').textContent = t('fileGone'); else $('note-content').innerHTML = html;
+  showMatchedSection();
+}
+
+// Opened from a hit: its section scrolled into view and marked.
+function showMatchedSection() {
+  const anchor = state.anchor;
+  state.anchor = null;
+  if (!anchor) return;
+  const heading = [...$('note-content').querySelectorAll('h1, h2, h3, h4, h5, h6')]
+    .find((node) => node.textContent.trim() === anchor);
+  if (!heading) return;
+  heading.classList.add('matched');
+  heading.scrollIntoView({ block: 'start' });
 }
 
 // -- status banner ------------------------------------------------------------
@@ -419,6 +440,7 @@ async function start() {
 }
 
 $('q').addEventListener('input', scheduleSearch);
+$('results').addEventListener('click', (event) => { state.anchor = event.target.closest('a.hit')?.dataset.anchor ?? null; });
 $('q').addEventListener('keydown', onSearchKey);
 $('feed-form').addEventListener('input', () => {
   clearTimeout(timers.feed);

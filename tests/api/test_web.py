@@ -420,7 +420,9 @@ def test_markup_in_titles_notes_and_queries_stays_text(browser: Browser, server:
         expect(page.locator("#results mark").first).to_be_visible()
         page.locator("#q").press("Enter")
         expect(page.locator("#note-title")).to_have_text(XSS_TITLE)
-        expect(page.locator("#note-content")).to_contain_text(XSS_BODY)
+        # Rendered: the backticks make a code span, whose markup stays text.
+        expect(page.locator("#note-content")).to_contain_text(XSS_BODY.replace("`", ""))
+        expect(page.locator("#note-content code")).to_have_text(XSS_CODE)
         for injected in ("img", "b", "main script", "body > script"):
             assert page.locator(injected).count() == 0, injected
         assert page.locator("script").count() == 1  # ours
@@ -733,3 +735,32 @@ def test_enter_opens_a_hit_in_its_editor_when_the_space_has_an_open_url(browser:
         expect(page.locator("#results .open-editor")).to_have_text("ouvrir dans l'éditeur")
         page.locator("#q").press("Enter")
         expect(page).to_have_url(re.compile(r"/healthz\?file=r%C3%A9union%20%233\.md$"))
+
+
+@pytest.mark.slow
+def test_the_note_view_renders_markdown_follows_wiki_links_and_shows_the_matched_section(
+    browser: Browser, tmp_path: Path
+):
+    from playwright.sync_api import expect
+
+    vault = Vault(tmp_path)
+    filler = "\n\n".join(f"Paragraphe {i} sans rapport." for i in range(60))
+    vault.write(
+        "long.md",
+        "---\ntitle: Longue\nstatut: brouillon\n---\n# Début\n\n"
+        + filler
+        + "\n\n## Registre\n\nLe registre des tiers, voir [[Cible]].\n\n<script>window.__pwned = 1</script>\n",
+        space="carnet",
+    )
+    vault.write("cible.md", "---\ntitle: Cible\n---\nLa note liée.\n", space="carnet")
+    with started_server(quiet(vault)) as url, opened(browser, url) as watched:
+        page = watched.page
+        search(page, "registre tiers")
+        page.locator("#q").press("Enter")
+        expect(page.locator("#note-content h2.matched")).to_have_text("Registre")  # the hit's section
+        expect(page.locator("#note-content h2.matched")).to_be_in_viewport()
+        expect(page.locator("#note-meta")).to_contain_text("brouillon")  # frontmatter as properties
+        assert page.evaluate("window.__pwned") is None
+        page.locator("#note-content a", has_text="Cible").click()
+        expect(page.locator("#note-title")).to_have_text("Cible")
+        watched.assert_clean()
