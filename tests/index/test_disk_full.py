@@ -55,7 +55,10 @@ SCRIPT = textwrap.dedent(
               "search": len(service.search("notes", "petit", FeedFilter(), 100).results)}
     resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
     deadline = time.monotonic() + 240  # no file changes: only the retry can bring the notes in
-    while space.status().notes < 320 and time.monotonic() < deadline:
+    def resumed(status):  # the commit shows the notes a moment before the pass says it is done: wait for both
+        return status.notes >= 320 and status.lexical.state == "ready"
+
+    while not resumed(space.status()) and time.monotonic() < deadline:
         time.sleep(0.1)
     after = {"notes": space.status().notes, "state": space.status().lexical.state,
              "big": len(service.search("notes", "volumineux", FeedFilter(), 100).results)}
