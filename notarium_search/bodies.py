@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -261,7 +261,7 @@ def search_result(hit: SearchHit, explain: bool = False) -> SearchResult:
         reason=hit.reason,
         explain=trace,
         open_url=hit.open_url,
-        **_where(hit.snippets),
+        **_where(hit),
     )
 
 
@@ -279,9 +279,9 @@ def search_body(response: SearchResponse, explain: bool = False) -> SearchBody:
     )
 
 
-def _where(snippets: Sequence[Snippet]) -> dict[str, Any]:
-    """Where a hit's best match is: its first snippet that is in the body."""
-    best = next((s for s in snippets if s.at >= 0), None)
+def _where(hit: SearchHit) -> dict[str, Any]:
+    """SearchResult's fields that say where the hit's best match is."""
+    best = hit.placed()
     if best is None:
         return {}
     return {

@@ -407,7 +407,7 @@ def _check_limit(limit: int) -> None:
 
 def _open_url(space: Space, hit: SearchHit) -> str | None:
     """The hit's editor link, at its best match (its first snippet placed in the body)."""
-    best = next((s for s in hit.snippets if s.line is not None), None)
+    best = hit.placed()
     if best is None:
         return space.open_url(hit.note.path)
     return space.open_url(hit.note.path, best.heading[-1] if best.heading else "", best.line)

@@ -185,6 +185,10 @@ class SearchHit:
     reason: str | None = None  # graph channel: "linked from: …"
     open_url: str | None = None  # opens the note in its editor (the space's open_url template)
 
+    def placed(self) -> Snippet | None:
+        """Where the best match is: the first snippet placed in the note's body (None: title only, no body)."""
+        return next((s for s in self.snippets if s.at >= 0), None)
+
 
 @dataclass(frozen=True, slots=True)
 class TypedFilter:

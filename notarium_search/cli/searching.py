@@ -58,8 +58,8 @@ def _print_results(response: Any) -> None:
             snippet.append(first.text)
             for r in first.highlights:
                 snippet.stylize("bold yellow", r.start, r.end)
-        best = next((s for s in hit.snippets if s.line is not None), None)
-        where = f"{hit.note.path}:{best.line}" if best is not None else hit.note.path
+        best = hit.placed()
+        where = f"{hit.note.path}:{best.line}" if best is not None and best.line is not None else hit.note.path
         if best is not None and best.heading:
             where += "\n" + " > ".join(best.heading)
         table.add_row(str(rank), hit.note.title, where, snippet)

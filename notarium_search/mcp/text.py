@@ -63,8 +63,8 @@ def _hit_lines(rank: int, hit: SearchHit) -> list[str]:
         f"   {_where(hit.note)} | score {hit.score:.4g} | found by: {found_by or '-'}",
         f"   {_dates_and_tags(hit.note)}",
     ]
-    best = next((s for s in hit.snippets if s.line is not None), None)
-    if best is not None:
+    best = hit.placed()
+    if best is not None and best.line is not None:
         section = f" ({' > '.join(best.heading)})" if best.heading else ""
         lines.append(f"   at: {hit.note.path}:{best.line}{section}")
     if hit.reason:

@@ -81,10 +81,9 @@ def unpack(packed: bytes) -> array[int]:
     return values
 
 
-def line_and_column(values: array[int] | Sequence[Anchor], offset: int) -> tuple[int, int] | None:
-    """The file line and column of a plain-text offset (anchors packed, or as
-    tuples); None when no line is known."""
-    flat = values if isinstance(values, array) else array("I", [v for anchor in values for v in anchor])
+def line_and_column(flat: array[int], offset: int) -> tuple[int, int] | None:
+    """The file line and column of a plain-text offset (`flat`: the anchors as
+    `unpack` reads them); None when no line is known."""
     if not flat:
         return None
     index = max(bisect_right(flat[0::3], offset) - 1, 0)

@@ -98,11 +98,11 @@ def _snippets(
     payload: Payload, fragments: Sequence[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
 ) -> tuple[Snippet, ...]:
     found = (_snippet(payload, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
-    return tuple(s for s in found if s is not None)
+    return located((s for s in found if s is not None), payload.sections, payload.lines)
 
 
 def _snippet(payload: Payload, record: Record, terms: HighlightTerms, lexical_index: LexicalIndex) -> Snippet | None:
-    """The fragment's best excerpt, placed in the note (its `at` counts from the note's text)."""
+    """The fragment's best excerpt, its `at` counted from the note's text (`located` places it)."""
     piece = payload.text[record.start : record.end]
     fragment = piece.strip()
     if text_digest(fragment) != record.digest:
@@ -112,8 +112,7 @@ def _snippet(payload: Payload, record: Record, terms: HighlightTerms, lexical_in
         return None
     if found[0].at < 0:
         return found[0]
-    first = replace(found[0], at=found[0].at + record.start + len(piece) - len(piece.lstrip()))
-    return located((first,), payload.sections, payload.lines)[0]
+    return replace(found[0], at=found[0].at + record.start + len(piece) - len(piece.lstrip()))
 
 
 def related(
@@ -148,6 +147,8 @@ def related(
         theirs = _snippet(payload, other, terms, lexical_index)
         ours = _snippet(source, mine, terms, lexical_index)
         if theirs is not None and ours is not None:
+            (theirs,) = located((theirs,), payload.sections, payload.lines)
+            (ours,) = located((ours,), source.sections, source.lines)
             echoes.append(Echo(payload.summary(), score, theirs, ours))
         if len(echoes) >= limit:
             break

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from notarium_search.notes.location import heading_path, line_and_column
+from notarium_search.notes.location import heading_path, line_and_column, pack, unpack
 from notarium_search.notes.parse import parse_note
 
 WHEN = datetime(2024, 1, 1, tzinfo=UTC)
@@ -13,7 +13,7 @@ WHEN = datetime(2024, 1, 1, tzinfo=UTC)
 def place(markdown: str, word: str) -> tuple[tuple[int, int] | None, tuple[str, ...]]:
     note = parse_note(markdown, "n.md", WHEN)
     at = note.text.index(word)
-    return line_and_column(note.lines, at), heading_path(note.sections, at)
+    return line_and_column(unpack(pack(note.lines)), at), heading_path(note.sections, at)  # as stored
 
 
 def test_lines_count_in_the_file_as_saved_frontmatter_included():
