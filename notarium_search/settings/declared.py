@@ -141,7 +141,7 @@ class CollectionConfig:
 
 
 # The fields an `open_url` template may use (index/editor_link.py fills them).
-OPEN_URL_FIELDS = ("vault", "path", "abs_path", "heading", "line")
+OPEN_URL_FIELDS = ("vault", "path", "abs_path", "heading", "path_heading", "line")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ AWKWARD = "projets/DORA & co/réunion #3 ?.md"
 
 def test_every_field_is_encoded_for_where_it_goes(tmp_path: Path):
     root = tmp_path / "Mon coffre"
-    link = render(OBSIDIAN, root, AWKWARD)
+    link = render("obsidian://open?vault={vault}&file={path}", root, AWKWARD)
     query = parse_qs(urlsplit(link).query)
     assert query == {"vault": ["Mon coffre"], "file": [AWKWARD]}  # `&`, `#`, `?`, spaces, accents intact
     assert "%2F" in link  # Obsidian asks for slashes encoded
@@ -30,6 +30,18 @@ def test_every_field_is_encoded_for_where_it_goes(tmp_path: Path):
     assert unquote(editor.removeprefix("vscode://file").removesuffix(":17")) == (root / AWKWARD).as_posix()
     assert render("x://?h={heading}", root, AWKWARD, "Réunion & suites") == "x://?h=R%C3%A9union%20%26%20suites"
     assert not {"#", "?", " "} & set(editor)
+
+
+def test_the_obsidian_link_opens_at_the_heading_of_the_match(tmp_path: Path):
+    # help.obsidian.md/uri: `file=Note%23Heading` opens the note at that heading;
+    # the `.md` may be left out, and is, so that `#` ends the file name.
+    root = tmp_path / "coffre"
+    at_heading = parse_qs(urlsplit(render(OBSIDIAN, root, AWKWARD, "Réunion & suites #2", 9)).query)
+    assert at_heading == {"vault": ["coffre"], "file": ["projets/DORA & co/réunion #3 ?#Réunion & suites #2"]}
+    before_any = parse_qs(urlsplit(render(OBSIDIAN, root, "a b.md")).query)
+    assert before_any == {"vault": ["coffre"], "file": ["a b"]}
+    assert "%2F" in render(OBSIDIAN, root, AWKWARD)
+    assert "#" not in render(OBSIDIAN, root, AWKWARD, "H")
 
 
 def test_an_obsidian_vault_gets_an_obsidian_link_by_default(tmp_path: Path):
@@ -44,7 +56,10 @@ def test_an_obsidian_vault_gets_an_obsidian_link_by_default(tmp_path: Path):
 @pytest.mark.parametrize(
     ("template", "message"),
     [
-        ("obsidian://open?file={file}", "unknown field {file} (known: vault, path, abs_path, heading, line)"),
+        (
+            "obsidian://open?file={file}",
+            "unknown field {file} (known: vault, path, abs_path, heading, path_heading, line)",
+        ),
         ("x://{path", "expected '}' before end of string"),
     ],
 )
@@ -64,7 +79,7 @@ def test_hits_carry_their_link_when_the_space_has_one(vault: Vault):
     service = vault.service()
     with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
         (hit,) = client.get("/spaces/notes/search", params={"q": "registre"}).json()["results"]
-    assert parse_qs(urlsplit(hit["open_url"]).query) == {"vault": ["notes"], "file": [AWKWARD]}
+    assert parse_qs(urlsplit(hit["open_url"]).query) == {"vault": ["notes"], "file": [AWKWARD.removesuffix(".md")]}
     service.stop()
     (vault.root.parent / "other").mkdir()
     plain = Vault(vault.root.parent / "other")
