@@ -142,6 +142,35 @@ def feed(
     return feed_body(page)
 
 
+DaysApart = Annotated[
+    float,
+    Parameter(ge=0, le=36500, description="Only notes whose `updated` dates are at least this many days apart"),
+]
+
+
+@get("/spaces/{space:str}/related/{note_path:path}", sync_to_thread=True, responses=errors.RESPONSES)
+def related(
+    state: State,
+    space: SpaceName,
+    note_path: Annotated[str, PathParameter(description="note id (may contain /)")],
+    limit: Limit = 10,
+    min_days_apart: DaysApart = 0.0,
+    collection: Collections = None,
+) -> RelatedBody:
+    """A note's semantic neighbours: the notes whose best pair of fragments is
+    the most similar (needs the semantic channel). Also at
+    `/spaces/{space}/notes/{id}/related`."""
+    return _related(state.service, space, note_path.strip("/"), limit, min_days_apart, collection)
+
+
+def _related(
+    service: Service, space: str, note_id: str, limit: int, min_days_apart: float, collection: list[str] | None
+) -> RelatedBody:
+    filters = FeedFilter(collections=params.names("collection", collection))
+    echoes = service.related(space, note_id, limit, min_days_apart, filters)
+    return RelatedBody(note_id, [related_note(e) for e in echoes])
+
+
 @get("/spaces/{space:str}/notes/{note_path:path}", sync_to_thread=True, responses=errors.RESPONSES)
 def note_route(
     state: State,
@@ -150,19 +179,16 @@ def note_route(
     content: Annotated[bool, Parameter(description="Include the note's Markdown")] = False,
     render: Annotated[bool, Parameter(description="Include the note's body as sanitised HTML")] = False,
     limit: Limit = 10,
-    min_days_apart: Annotated[float, Parameter(ge=0, le=36500)] = 0.0,
+    min_days_apart: DaysApart = 0.0,
     collection: Collections = None,
 ) -> NoteBody | RelatedBody:
     """`/notes/{id}`: a note's metadata, links, backlinks and dangling links.
-    `/notes/{id}/related`: its semantic neighbours."""
+    `/notes/{id}/related`: the same as `/related/{id}`."""
     service: Service = state.service
     whole = note_path.strip("/")
     note_id, _, action = whole.rpartition("/")
     if action == "related" and note_id and not service.has_note(space, whole):
-        echoes = service.related(
-            space, note_id, limit, min_days_apart, FeedFilter(collections=params.names("collection", collection))
-        )
-        return RelatedBody(note_id, [related_note(e) for e in echoes])
+        return _related(service, space, note_id, limit, min_days_apart, collection)
     if not whole:
         raise NotFoundException(f"unknown note route: expected /spaces/{space}/notes/{{id}}")
     detail = service.note(space, whole, content or render)
@@ -271,6 +297,7 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
             notes,
             activations,
             note_route,
+            related,
             reindex,
             *WEB_HANDLERS,  # the Spotlight page at / (no token: it holds no data)
         ],
