@@ -106,8 +106,13 @@ class FilterOut:
 
 
 @dataclass(frozen=True, slots=True)
+class FeedItem(NoteOut):
+    excerpt: SnippetOut | None  # where the words occur, else the note's opening lines
+
+
+@dataclass(frozen=True, slots=True)
 class FeedBody:
-    items: list[NoteOut]
+    items: list[FeedItem]
     next_cursor: str | None
     partial: bool
     filters: list[FilterOut]  # typed in the query, in order
@@ -297,7 +302,11 @@ def filters_out(filters: Iterable[TypedFilter]) -> list[FilterOut]:
 
 
 def feed_body(page: FeedPage) -> FeedBody:
-    return FeedBody([note_out(n) for n in page.items], page.next_cursor, page.partial, filters_out(page.filters))
+    items = [
+        FeedItem(**_note_fields(n), excerpt=snippet_out(e) if (e := page.excerpts.get(n.id)) else None)
+        for n in page.items
+    ]
+    return FeedBody(items, page.next_cursor, page.partial, filters_out(page.filters))
 
 
 @dataclass(frozen=True, slots=True)

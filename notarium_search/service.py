@@ -318,7 +318,7 @@ class Service:
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
         items = tuple(n for n in page.items if space.on_disk(n))
-        return FeedPage(items, page.next_cursor, partial=not space.ready, filters=typed.filters)
+        return FeedPage(items, page.next_cursor, not space.ready, typed.filters, page.excerpts)
 
     @guarded
     def notes(self, name: str, filters: FeedFilter, limit: int, cursor: str | None) -> NotesPage:

@@ -294,6 +294,8 @@ class FeedPage:
     next_cursor: str | None
     partial: bool
     filters: tuple[TypedFilter, ...] = ()  # typed in the query, in order
+    # Per note id: where the words occur, or the note's opening lines.
+    excerpts: Mapping[str, Snippet] = field(default_factory=dict)
 
 
 class IndexState(StrEnum):

@@ -20,7 +20,7 @@ from notarium_search.lexical.schema import (
     index_date,
     meta_term,
 )
-from notarium_search.lexical.snippets import HighlightTerms, located, make_snippets
+from notarium_search.lexical.snippets import MAX_SNIPPETS, HighlightTerms, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import RankingConfig
 from notarium_search.types import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary, Snippet
@@ -90,9 +90,13 @@ def feed(
     index: LexicalIndex, text: str, filters: FeedFilter, limit: int, cursor: str | None, cursors: CursorCodec
 ) -> FeedPage:
     """Notes where the words really occur, newest first, keyset-paginated on
-    (feed key, id) so that pages stay stable while notes change."""
+    (feed key, id) so that pages stay stable while notes change; each with an
+    excerpt: where the words occur, else its opening lines."""
     payloads, next_cursor = feed_payloads(index, text, filters, limit, cursor, cursors)
-    return FeedPage(tuple(p.summary() for p in payloads), next_cursor, partial=False)
+    # Every word occurs in a listed note: none is absent.
+    terms = HighlightTerms.from_plan(plan_query(text, index.analyzers), frozenset())
+    excerpts = {p.id: s[0] for p in payloads if (s := _cut(p, terms, index.analyzers, limit=1))}
+    return FeedPage(tuple(p.summary() for p in payloads), next_cursor, partial=False, excerpts=excerpts)
 
 
 def feed_payloads(
@@ -217,11 +221,12 @@ def snippets_of(index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, ...]:
     return _cut(decode_payload(hit.evidence.raw), hit.evidence.terms, index.analyzers)
 
 
-def _cut(payload: Payload, terms: HighlightTerms, analyzers: Analyzers) -> tuple[Snippet, ...]:
+def _cut(
+    payload: Payload, terms: HighlightTerms, analyzers: Analyzers, limit: int = MAX_SNIPPETS
+) -> tuple[Snippet, ...]:
     # A note with a title and no body (yet) shows its title as its snippet.
-    return located(
-        make_snippets(payload.text, terms, analyzers, fallback=payload.title), payload.sections, payload.lines
-    )
+    snippets = make_snippets(payload.text, terms, analyzers, limit, fallback=payload.title)
+    return located(snippets, payload.sections, payload.lines)
 
 
 def _conjunction(clauses: list[tuple[Occur, Query]]) -> Query:

@@ -371,6 +371,23 @@ def test_feed_filters_and_order(client):
     assert feed(q="-dora", folder="lectures") == ["old"]
 
 
+def test_each_feed_item_has_an_excerpt_where_its_words_occur(vault: Vault):
+    opening = "Un long préambule sans rapport. " * 12
+    vault.write("a.md", fm("a", f"{opening}\n\n## Registre\n\nLe registre des tiers DORA."))
+    vault.write("b.md", "# Titre seul\n")
+    service = vault.service()
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+        (found,) = client.get("/spaces/notes/feed", params={"q": "registre tiers"}).json()["items"]
+        listed = {item["path"]: item for item in client.get("/spaces/notes/feed").json()["items"]}
+    excerpt = found["excerpt"]
+    assert "<mark>registre</mark>" in excerpt["html"]  # the place the words occur, not the opening
+    assert excerpt["text"].startswith("…")  # cut before the match, not the opening lines
+    assert (excerpt["heading"], excerpt["line"]) == (["Registre"], 6)  # its first highlight: the heading
+    assert listed["a.md"]["excerpt"]["text"].startswith("Un long préambule")  # no words: the opening lines
+    assert listed["a.md"]["excerpt"]["highlights"] == []
+    assert listed["b.md"]["excerpt"]["text"] == "Titre seul"  # a note with a title only shows it
+
+
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     q=st.one_of(
