@@ -40,6 +40,12 @@ HEADERS = {
 # The page's files and their types (Litestar adds "; charset=utf-8" to text types).
 ASSETS = {
     "app.js": "text/javascript",
+    "api.js": "text/javascript",
+    "context.js": "text/javascript",
+    "search.js": "text/javascript",
+    "feed.js": "text/javascript",
+    "note.js": "text/javascript",
+    "status.js": "text/javascript",
     "strings.js": "text/javascript",
     "app.css": "text/css",
     "favicon.svg": "image/svg+xml",

@@ -37,6 +37,7 @@ from tests.conftest import Vault, models_dir
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Locator, Page
 
+WEB_FOLDER = Path(__file__).parents[2] / "notarium_search" / "web"
 CHROMIUM = Path(os.environ.get("NOTARIUM_CHROMIUM", "/usr/bin/chromium"))
 # Bounds on waiting for the page, never a speed asserted: generous enough for a
 # shared 2-core machine running at a tenth of its speed (a fresh page there
@@ -363,12 +364,18 @@ def test_page_and_assets_are_served_without_a_token_with_a_strict_policy(vault: 
         assert " style=" not in page.text
         assert not re.search(r"(src|href)=\"(https?:)?//", page.text)  # nothing fetched from elsewhere
         types = {name: client.get(f"/web/{name}").headers["content-type"] for name in ASSETS}
+        modules = {path.name for path in WEB_FOLDER.glob("*.js")}
         assert types == {
-            "app.js": "text/javascript; charset=utf-8",
-            "strings.js": "text/javascript; charset=utf-8",
+            **dict.fromkeys(modules, "text/javascript; charset=utf-8"),
             "app.css": "text/css; charset=utf-8",
             "favicon.svg": "image/svg+xml",
         }
+        # Every module a module imports is one of the page's own files.
+        imported = {
+            name for module in modules for name in re.findall(r"from '\./([\w.]+)'", (WEB_FOLDER / module).read_text())
+        }
+        assert imported <= modules
+        assert {"app.js", "search.js", "note.js"} <= modules
         assert client.get("/web/app.js").headers["content-security-policy"] == policy
         for path in ("/web/index.html", "/web/../app.py", "/web/%2e%2e%2fapi%2fweb.py", "/web/"):
             assert client.get(path).status_code == 404, path
@@ -520,10 +527,38 @@ def test_feed_filters_narrow_the_list(browser: Browser, server: str):
         form.locator("[name=q]").fill("interopérabilité")
         expect(feed).to_have_text(["Tests de résilience opérationnelle", "Journal du 3 juin 2024"])
         expect(page.locator("#feed-info")).to_have_text("2 notes")
+        # Each note's excerpt: where the words occur, highlighted.
+        expect(page.locator("#feed .snippet mark")).to_have_text(["interopérabilité", "interopérabilité"])
+        expect(page.locator("#feed .snippet").first).to_contain_text("outils de crise")
         feed.first.click()
         expect(page.locator("#note-title")).to_have_text("Tests de résilience opérationnelle")
         page.locator("#back").click()
         expect(feed).to_have_count(2)  # filters and list kept
+        watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_a_note_shows_its_related_notes_once_the_semantic_channel_is_ready(browser: Browser, tmp_path: Path):
+    from playwright.sync_api import expect
+
+    vault = Vault(tmp_path)
+    write_vault(vault)
+    model = models_dir() / "all-minilm-l6-v2-int8"
+    settings = quiet(vault, vector_search=True, model_dir=model, embed_threads=1)
+    with started_server(settings) as url, opened(browser, url) as watched:
+        page = watched.page
+        search(page, "prestataires")
+        result(page, "Prestataires tiers TIC").click()
+        expect(page.locator("#note-title")).to_have_text("Prestataires tiers TIC")
+        related = page.locator("#note-related")
+        expect(related.locator("h2")).to_have_text("Notes proches par le sens")
+        expect(related.locator("a")).to_have_count(5)  # RELATED_LIMIT of note.js
+        titles_shown = related.locator("a").all_inner_texts()
+        assert "Prestataires tiers TIC" not in titles_shown  # never the note itself
+        assert set(titles_shown) <= {note.title for note in NOTES}
+        related.locator("a").first.click()
+        expect(page.locator("#note-title")).to_have_text(titles_shown[0])
+        expect(page.locator("#note-related a")).to_have_count(5)  # asked again for the note now shown
         watched.assert_clean()
 
 
@@ -574,7 +609,7 @@ def check_banner(
         page.goto(url + "?lang=fr")
         expect(page.locator("#tab-feed")).to_have_text("Fil")
         search(page, "interoperabilite")
-        expect(page.locator("#results li")).to_have_count(20)  # SEARCH_LIMIT of app.js
+        expect(page.locator("#results li")).to_have_count(20)  # SEARCH_LIMIT of search.js
         watched.assert_clean()
 
 
