@@ -3,7 +3,7 @@ vault of French notes, driven in headless Chromium (Debian's `chromium`) by
 Playwright. Without the browser or Playwright the browser tests are skipped,
 except in CI (`CI` set), where that is a failure.
 
-The README's screenshots are taken by an opt-in test (it loads the e5 model):
+The README's screenshots, of the sample vault, are taken by an opt-in test (it loads the e5 model):
 
     NOTARIUM_SCREENSHOTS=docs/screenshots .venv/bin/pytest tests/api/test_web.py -k screenshots
 """
@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ from litestar.testing import TestClient
 from notarium_search.api.app import create_app
 from notarium_search.api.web import ASSETS
 from notarium_search.service import Service
-from notarium_search.settings import Settings
+from notarium_search.settings import Settings, load_settings
 from notarium_search.types import ChannelState, IndexProgress, IndexState
 from tests.conftest import Vault, models_dir
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Locator, Page
 
 WEB_FOLDER = Path(__file__).parents[2] / "notarium_search" / "web"
+SAMPLE_CONFIG = Path(__file__).parents[2] / "config" / "sample.toml"
 CHROMIUM = Path(os.environ.get("NOTARIUM_CHROMIUM", "/usr/bin/chromium"))
 # Bounds on waiting for the page, never a speed asserted: generous enough for a
 # shared 2-core machine running at a tenth of its speed (a fresh page there
@@ -657,7 +658,8 @@ def test_phone_width_has_no_horizontal_scroll(browser: Browser, server: str):
 
 @pytest.mark.slow
 def test_screenshots(browser: Browser, tmp_path: Path):
-    """Opt-in: the README's pictures, with the three channels (e5 model, wiki-links)."""
+    """Opt-in: the README's pictures, of the sample vault as the README serves it
+    with the semantic channel (config/sample.toml, the e5 model, wiki-links)."""
     from playwright.sync_api import expect
 
     target = os.environ.get("NOTARIUM_SCREENSHOTS")
@@ -665,21 +667,23 @@ def test_screenshots(browser: Browser, tmp_path: Path):
         pytest.skip("set NOTARIUM_SCREENSHOTS=docs/screenshots to take the README's screenshots")
     out = Path(target)
     out.mkdir(parents=True, exist_ok=True)
-    vault = Vault(tmp_path)
-    write_vault(vault)
     model = models_dir() / "multilingual-e5-small-int8"
-    settings = quiet(vault, graph_boost=True, vector_search=True, model_dir=model, embed_threads=1)
+    env = {"NOTARIUM_INDEX_DIR": str(tmp_path), "VECTOR_SEARCH": "1", "NOTARIUM_MODEL_DIR": str(model)}
+    settings = replace(load_settings(SAMPLE_CONFIG, env=env), watch=False, embed_threads=1)
     with started_server(settings) as url:
         for name, width, height, scale in (("desktop", 1280, 800, 1), ("phone", 390, 844, 2)):
             context = browser.new_context(
                 viewport={"width": width, "height": height}, device_scale_factor=scale, locale="fr-FR"
             )
             page = context.new_page()
-            page.goto(url)
-            page.locator("#q").fill("interopérabilité des outils")
+            page.goto(f"{url}?space=carnet&q=interop%C3%A9rabilit%C3%A9%20des%20applications")
             expect(page.locator("#results .badge.sens").first).to_be_visible(timeout=TIMEOUT_MS)
             page.locator("#q").press("ArrowDown")
             page.screenshot(path=str(out / f"spotlight-{name}.png"))
+            if name == "desktop":
+                page.locator("#q").press("Enter")
+                expect(page.locator("#note-related a").first).to_be_visible(timeout=TIMEOUT_MS)
+                page.screenshot(path=str(out / "note-desktop.png"))
             context.close()
 
 
@@ -755,7 +759,6 @@ def test_with_no_space_configured_the_page_says_how_to_configure_one(browser: Br
 
 @pytest.mark.slow
 def test_enter_opens_a_hit_in_its_editor_when_the_space_has_an_open_url(browser: Browser, tmp_path: Path):
-    from dataclasses import replace
 
     from playwright.sync_api import expect
 
