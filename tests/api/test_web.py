@@ -787,7 +787,9 @@ def test_the_note_view_renders_markdown_follows_wiki_links_and_shows_the_matched
         "long.md",
         "---\ntitle: Longue\nstatut: brouillon\n---\n# Début\n\n"
         + filler
-        + "\n\n## Registre\n\nLe registre des tiers, voir [[Cible]].\n\n<script>window.__pwned = 1</script>\n",
+        + "\n\n## Registre\n\nLe registre des tiers, voir [[Cible]].\n\n<script>window.__pwned = 1</script>\n\n"
+        + '[piège](javascript:window.__pwned=2) <img src=x onerror="window.__pwned=3">\n\n'
+        + '<a href="javascript:window.__pwned=4" onclick="window.__pwned=5">lien piégé</a>\n',
         space="carnet",
     )
     vault.write("cible.md", "---\ntitle: Cible\n---\nLa note liée.\n", space="carnet")
@@ -798,7 +800,18 @@ def test_the_note_view_renders_markdown_follows_wiki_links_and_shows_the_matched
         expect(page.locator("#note-content h2.matched")).to_have_text("Registre")  # the hit's section
         expect(page.locator("#note-content h2.matched")).to_be_in_viewport()
         expect(page.locator("#note-meta")).to_contain_text("brouillon")  # frontmatter as properties
-        assert page.evaluate("window.__pwned") is None
+        expect(page.locator("#note-content")).to_contain_text("lien piégé")
+        for trap in ("piège", "lien piégé"):  # clicked: no script runs, whatever survived of the link
+            page.locator("#note-content").get_by_text(trap).click()
+        assert page.evaluate("window.__pwned") is None  # neither the <script>, nor onerror, nor javascript:
+        # And not only because the policy stops them: the served HTML holds none of them (api/preview.py).
+        survivors = page.evaluate(
+            """[...document.querySelectorAll('#note-content *')].flatMap((node) => [
+                ...(node.tagName === 'SCRIPT' ? ['script'] : []),
+                ...[...node.attributes].filter((a) => a.name.startsWith('on') || /^\\s*javascript:/i.test(a.value))
+                  .map((a) => `${node.tagName} ${a.name}`)])"""
+        )
+        assert survivors == []
         page.locator("#note-content a", has_text="Cible").click()
         expect(page.locator("#note-title")).to_have_text("Cible")
         watched.assert_clean()
