@@ -106,6 +106,8 @@ def test_the_writer_repairs_a_running_service(vault: Vault):
             assert client.get("/spaces/notes/feed").status_code == 503  # found on read
             eventually(lambda: client.get("/spaces/notes/feed", params={"limit": 100}).status_code == 200)
             assert "damaged" in (client.get("/spaces/notes/status").json()["lexical"]["repaired"] or "")
-        eventually(lambda: state(service) == expected)  # the rebuild commits as it goes
+            # Inside the client's block: leaving it shuts the app down, which stops
+            # the service and its writer, mid-rebuild on a busy machine.
+            eventually(lambda: state(service) == expected)  # the rebuild commits as it goes
     finally:
         service.stop()
