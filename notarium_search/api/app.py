@@ -15,11 +15,10 @@ import structlog
 from litestar import Litestar, get, post
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
-from litestar.openapi import OpenAPIConfig
 from litestar.params import Parameter, PathParameter
 
 from notarium_search import __version__, params
-from notarium_search.api import errors, preview
+from notarium_search.api import errors, explorer, preview
 from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
 from notarium_search.api.errors import UniformErrors
 from notarium_search.api.exposure import Exposure
@@ -317,9 +316,8 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
         # Litestar's default logging config replaces the root handlers: logging
         # is configured once by notarium_search.logsetup instead.
         logging_config=None,
-        openapi_config=OpenAPIConfig(
-            title="notarium-search", version=__version__, path="/schema", use_handler_docstrings=True
-        ),
+        # /schema: Swagger UI from the installed packages, working offline (api/explorer.py).
+        openapi_config=explorer.openapi_config("notarium-search", __version__),
     )
     # Outermost, before CORS and every route: the Host and Origin checks, then
     # the one error body for answers written outside our handlers.
