@@ -112,11 +112,10 @@ def serve(settings: Settings, load_app: Callable[[], Any]) -> int:
         respawn_failed_workers=True,
         respawn_interval=RESPAWN_DELAY_SECONDS,
         log_level=LogLevels(settings.log_level.lower()),
-        log_access=True,  # the path without its query: no search text in the log
+        log_access=False,  # api/access_log.py logs each request as structured fields
         log_dictconfig={
             "loggers": {  # no handler of granian's own: records go to the one JSON handler (logsetup)
                 "_granian": {"handlers": [], "propagate": True},
-                "granian.access": {"handlers": [], "propagate": True, "level": "INFO"},
             }
         },
     )
