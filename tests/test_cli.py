@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -16,7 +19,7 @@ from typing import Any
 import pytest
 
 from notarium_search.service import Service
-from tests.conftest import Vault
+from tests.conftest import Vault, models_dir
 
 
 def run(args: list[str], vault: Vault, tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
@@ -26,6 +29,12 @@ def run(args: list[str], vault: Vault, tmp_path: Path, **extra_env: str) -> subp
     return subprocess.run(
         [sys.executable, "-m", "notarium_search", *args], env=env, capture_output=True, text=True, timeout=120
     )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def test_index_search_status(vault: Vault, tmp_path: Path):
@@ -66,6 +75,9 @@ def test_index_search_status(vault: Vault, tmp_path: Path):
         "to_index": 0,
         "to_delete": 0,
         "detail": None,
+        "lexical": {"state": "complete"},
+        "semantic": {"state": "off", "embedded": None, "total": None, "reason": None},
+        "graph": {"state": "off", "links": None, "dangling": None},
     }
 
     full = run(["index", "notes", "--full"], vault, tmp_path)
@@ -101,6 +113,41 @@ def test_status_tells_a_partial_index_from_a_complete_one(vault: Vault, tmp_path
     (row,) = json.loads(run(["status", "--json"], vault, tmp_path).stdout)["spaces"]
     assert (row["state"], row["to_index"], row["to_delete"]) == ("partial", 1, 1)
     assert row["detail"].startswith("1 of 29 files new or changed since indexed; 1 deleted files still in the index")
+
+
+def test_status_shows_each_channel_and_vectors_not_all_embedded(vault: Vault, tmp_path: Path):
+    """`status` called an index "complete" while its vectors were 128 of 351
+    fragments embedded: each channel is shown, as /status shows it."""
+    for i in range(6):
+        vault.write(
+            f"n{i}.md", f"---\nid: n{i}\n---\n# Note {i}\n\nTexte {i} vers [[n{(i + 1) % 6}]] et [[absente]].\n"
+        )
+    models = models_dir()
+    semantic = {"VECTOR_SEARCH": "1", "NOTARIUM_MODEL_DIR": str(models / "all-minilm-l6-v2-int8"), "GRAPH_BOOST": "1"}
+    assert run(["index", "notes"], vault, tmp_path, **semantic).returncode == 0
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path, **semantic).stdout)["spaces"]
+    assert (row["state"], row["lexical"]["state"]) == ("complete", "complete")
+    assert row["semantic"] == {"state": "complete", "embedded": 6, "total": 6, "reason": None}
+    assert row["graph"] == {"state": "ready", "links": 12, "dangling": 6}  # as /status counts them
+    for i in range(6, 9):  # indexed by words only: their fragments have no vector yet
+        vault.write(f"n{i}.md", f"---\nid: n{i}\n---\n# Note {i}\n\nTexte {i} sur un tout autre sujet.\n")
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path, **semantic).stdout)["spaces"]
+    assert (row["state"], row["lexical"]["state"], row["to_index"]) == ("partial", "complete", 0), row
+    assert row["semantic"] == {"state": "partial", "embedded": 6, "total": 9, "reason": None}
+    assert (
+        row["detail"] == "3 of 9 fragments not embedded yet: run `notarium-search index notes` (or start the service)"
+    )
+    text = run(["status"], vault, tmp_path, **semantic).stdout
+    assert "lexical complete · semantic partial, 6/9 fragments embedded · graph ready, 12 links, 6 dangling" in text
+    other = {**semantic, "NOTARIUM_MODEL_DIR": str(models / "multilingual-e5-small-int8")}
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path, **other).stdout)["spaces"]
+    assert (row["semantic"]["embedded"], row["semantic"]["reason"]) == (
+        0,
+        "vectors made with another model or chunking: every fragment is embedded again",
+    )
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path, VECTOR_SEARCH="1").stdout)["spaces"]
+    assert row["semantic"]["state"] == "unavailable"
 
 
 def test_folders_that_are_not_spaces_are_reported(vault: Vault, tmp_path: Path):
@@ -174,11 +221,56 @@ def test_second_service_on_the_same_index_refuses_to_start(vault: Vault, tmp_pat
     vault.write("a.md", "---\nid: a\n---\ntexte\n")
     service = vault.service(index_dir=tmp_path / "index")
     try:
-        second = run(["serve"], vault, tmp_path)
+        second = run(["serve"], vault, tmp_path, NOTARIUM_PORT=str(free_port()))
         assert second.returncode == 1
         assert "in use by another process" in second.stderr
     finally:
         service.stop()
+
+
+def test_version_is_the_installed_packages():
+    done = subprocess.run([sys.executable, "-m", "notarium_search", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stdout == f"notarium-search {importlib.metadata.version('notarium-search')}\n"
+
+
+def test_a_port_in_use_is_one_plain_sentence_before_anything_starts(vault: Vault, tmp_path: Path):
+    vault.write("a.md", "texte\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run(["serve"], vault, tmp_path, NOTARIUM_PORT=str(port))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"notarium-search: port {port} on 127.0.0.1 is already in use (another notarium-search, or another"
+        " program): stop it, or choose another port with NOTARIUM_PORT or `port` in the configuration\n"
+    )
+    assert done.stdout == ""  # no log line, no indexing started
+    assert not (tmp_path / "index").exists()
+
+
+def test_serve_with_no_space_says_how_to_configure_one(tmp_path: Path):
+    env = {**os.environ, "NOTARIUM_INDEX_DIR": str(tmp_path / "index"), "NOTARIUM_PORT": str(free_port())}
+    for name in ("NOTARIUM_CONFIG", "NOTARIUM_SPACES_ROOT"):
+        env.pop(name, None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "notarium_search", "serve"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        for line in server.stdout:  # bounded: the test's own timeout; the line comes before the server starts
+            record = json.loads(line)
+            if record["event"] == "no_space_configured":
+                break
+        else:
+            pytest.fail("the server ended without saying that no space is configured")
+        assert record["level"] == "warning"
+        assert "NOTARIUM_SPACES_ROOT" in record["detail"]
+        assert "[spaces.NAME]" in record["detail"]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
 
 
 def test_models_download_fails_clearly_without_a_hub(vault: Vault, tmp_path: Path):

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from notarium_search import __version__
 from notarium_search.settings import ConfigError, Settings, load_settings
 
 EXIT_USAGE = 2
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="notarium-search", description="Hybrid search over folders of Markdown notes."
     )
     parser.add_argument("--config", help="TOML config file (default: $NOTARIUM_CONFIG)")
+    parser.add_argument("--version", action="version", version=f"notarium-search {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the HTTP service (indexes every space in the background)")
     sub.add_parser("mcp", help="serve the MCP tools over stdio, for assistants that start it (docs/mcp.md)")

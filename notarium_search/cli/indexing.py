@@ -110,13 +110,16 @@ def _embedder(space: Any, settings: Settings) -> Any:
 
 
 def status_command(settings: Settings, args: argparse.Namespace) -> int:
-    """What each space's index holds, and whether it is complete: a pass
-    stopped at 9,123 of 29,999 notes must not read as done. Completeness is
-    the comparison of the files with the manifest (stat only, as a pass
-    starts: 1–2 s at 50,000 notes), so it also counts what changed while
-    nothing was running."""
+    """What each space's index holds, per channel, and whether it is complete:
+    a pass stopped at 9,123 of 29,999 notes, or vectors 128 of 351 fragments
+    embedded, must not read as done. Completeness is the comparison of the
+    files with the manifest (stat only, as a pass starts: 1–2 s at 50,000
+    notes), so it also counts what changed while nothing was running; the
+    vectors are compared with the fragments the notes want (chunked from the
+    index, no model loaded)."""
     configure_logging("error", sys.stderr)
-    rows = [_space_status(settings, config) for config in settings.spaces]
+    fingerprint = _model_fingerprint(settings)
+    rows = [_space_status(settings, config, fingerprint) for config in settings.spaces]
     ignored = [
         {"path": str(f.path), "reason": f.reason, "suggested_name": f.suggested_name} for f in settings.ignored_folders
     ]
@@ -135,9 +138,13 @@ def status_command(settings: Settings, args: argparse.Namespace) -> int:
         f"vector search (VECTOR_SEARCH): {flags[settings.vector_search]}, "
         f"graph boost (GRAPH_BOOST): {flags[settings.graph_boost]}"
     )
+    if not settings.spaces:
+        print(NO_SPACE)
     for row in rows:
         when = f"last indexed {row['last_indexed']}" if row["last_indexed"] else "never indexed"
         print(f"{row['space']:<20} {row['state']:<18} {row['notes']:>8} notes  {when}  {row['path']}")
+        if "lexical" in row:
+            print(f"{'':<20} {_channels_line(row)}")
         if row["detail"]:
             print(f"{'':<20} {row['detail']}")
     for folder in ignored:  # folders of spaces_root that look like spaces but are not
@@ -145,9 +152,48 @@ def status_command(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _space_status(settings: Settings, config: SpaceConfig) -> dict[str, Any]:
+NO_SPACE = (
+    "no space is configured: point NOTARIUM_SPACES_ROOT at a folder of notes (each sub-folder is a space),"
+    " or add a [spaces.NAME] table with its path to a configuration file (--config FILE); docs/configuration.md"
+)
+
+
+def _channels_line(row: dict[str, Any]) -> str:
+    """ "lexical complete · semantic building, 128/351 fragments · graph ready, 12 links" """
+    parts = [f"lexical {row['lexical']['state']}"]
+    for name in ("semantic", "graph"):
+        channel = row[name]
+        text = f"{name} {channel['state']}"
+        if channel.get("total") is not None:
+            text += f", {channel['embedded']}/{channel['total']} fragments embedded"
+        if channel.get("links") is not None:
+            text += f", {channel['links']} links, {channel['dangling']} dangling"
+        if channel.get("reason"):
+            text += f" ({channel['reason']})"
+        parts.append(text)
+    return " · ".join(parts)
+
+
+def _model_fingerprint(settings: Settings) -> str | None:
+    """The configured pack's fingerprint, or why there is none (a str starting "!")."""
+    if not settings.vector_search:
+        return None
+    if settings.model_dir is None:
+        return "!no model configured (NOTARIUM_MODEL_DIR)"
+    try:
+        from notarium_search.semantic.embedding import EmbedderUnavailable, pack_fingerprint
+    except ImportError as exc:  # a lexical-only install
+        return f"!semantic extra not installed ({exc.name})"
+    try:
+        return pack_fingerprint(settings.model_dir, settings.model)
+    except (EmbedderUnavailable, OSError) as exc:
+        return f"!{exc}"
+
+
+def _space_status(settings: Settings, config: SpaceConfig, fingerprint: str | None) -> dict[str, Any]:
     """One space's row of `status`: "complete", "partial", "not indexed" or
-    "folder unavailable", and in `detail` what is missing and what to run."""
+    "folder unavailable", each channel's state, and in `detail` what is
+    missing and what to run."""
     from notarium_search.index.space import NotIndexed, Space
     from notarium_search.lexical.store import IndexUnreadable
     from notarium_search.notes.scan import SpaceUnavailable
@@ -176,6 +222,8 @@ def _space_status(settings: Settings, config: SpaceConfig) -> dict[str, Any]:
         except SpaceUnavailable as exc:
             row.update(state="folder unavailable", detail=str(exc))
             return row
+        row["semantic"] = _semantic_status(space, fingerprint)
+        row["graph"] = _graph_status(space)
     finally:
         space.lexical.close()
     row.update(files=pending.files, to_index=pending.changed, to_delete=pending.gone)
@@ -189,7 +237,36 @@ def _space_status(settings: Settings, config: SpaceConfig) -> dict[str, Any]:
         missing.append(f"a commit was cut short: {redone} to redo")
     if space.mismatch is not None:
         missing.append(f"{space.mismatch}: it is rebuilt from the notes")
+    row["lexical"] = {"state": "partial" if missing else "complete"}
+    semantic = row["semantic"]
+    if semantic["state"] == "partial":
+        left = semantic["total"] - semantic["embedded"]
+        missing.append(f"{left} of {semantic['total']} fragments not embedded yet")
     row["state"] = "partial" if missing else "complete"
     if missing:
         row["detail"] = f"{'; '.join(missing)}: run `notarium-search index {config.name}` (or start the service)"
     return row
+
+
+def _semantic_status(space: Any, fingerprint: str | None) -> dict[str, Any]:
+    """ "off", "unavailable" (with the reason), "complete" or "partial", with
+    the fragments embedded and wanted, as /status counts them."""
+    if fingerprint is None:
+        return {"state": "off", "embedded": None, "total": None, "reason": None}
+    if fingerprint.startswith("!"):
+        return {"state": "unavailable", "embedded": None, "total": None, "reason": fingerprint[1:]}
+    from notarium_search.lexical import search as lexical
+    from notarium_search.semantic.index import count_embedded
+
+    notes = (payload.to_note() for payload in lexical.all_payloads(space.lexical))
+    count = count_embedded(space.directory / "vectors", fingerprint, notes)
+    state = "complete" if count.embedded == count.total else "partial"
+    return {"state": state, "embedded": count.embedded, "total": count.total, "reason": count.stale}
+
+
+def _graph_status(space: Any) -> dict[str, Any]:
+    """ "off", or "ready" with the links read from the index (as /status)."""
+    status = space.graph.status()
+    if status.state.value == "disabled":
+        return {"state": "off", "links": None, "dangling": None}
+    return {"state": status.state.value, "links": status.links, "dangling": status.dangling}

@@ -276,6 +276,15 @@ def load_embedder(
     return embedder
 
 
+def pack_fingerprint(model_dir: Path, overrides: Mapping[str, object] | None = None) -> str:
+    """The fingerprint `load_embedder` gives this pack, without loading it
+    (no onnxruntime session, no tokenizer): what `notarium-search status`
+    compares the vectors' manifest with. Hashes the graph (~0.2 s for 118 MB)."""
+    config = read_model_config(Path(model_dir), overrides or {})
+    model_path, tokenizer_path = _pack_files(Path(model_dir))
+    return _fingerprint(model_path, tokenizer_path, config)
+
+
 def _pack_files(model_dir: Path) -> tuple[Path, Path]:
     paths = (model_dir / MODEL_FILE, model_dir / TOKENIZER_FILE)
     for path in paths:

@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +64,41 @@ class SemanticProgress:
     embedded: int = 0  # fragments embedded since the current build started
     started_at: float = field(default_factory=time.monotonic)
     last_checkpoint: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedCount:
+    """How many of the notes' fragments have their vector in a saved index."""
+
+    embedded: int
+    total: int
+    stale: str | None = None  # why none counts (vectors of another model or chunking), else None
+
+
+def count_embedded(directory: Path, model_fingerprint: str, notes: Iterable[ParsedNote]) -> EmbeddedCount:
+    """Read-only, from the saved manifest and the notes (no model loaded): the
+    fragments `plan` would want for `notes`, and how many of them the saved
+    vectors hold. What `notarium-search status` shows beside a service."""
+    try:
+        manifest = msgspec.json.decode((directory / "vectors.json").read_bytes(), type=_Manifest)
+    except FileNotFoundError:
+        manifest = None
+    except (OSError, msgspec.DecodeError) as exc:
+        return _count(notes, {}, f"vector manifest unreadable ({exc}): rebuilt by the service")
+    if manifest is None:
+        return _count(notes, {}, None)
+    if manifest.fingerprint != f"{model_fingerprint}-{CHUNKING_FINGERPRINT}":
+        return _count(notes, {}, "vectors made with another model or chunking: every fragment is embedded again")
+    return _count(notes, manifest.notes, None)
+
+
+def _count(notes: Iterable[ParsedNote], saved: Mapping[str, list[Record]], stale: str | None) -> EmbeddedCount:
+    embedded = total = 0
+    for note in notes:
+        wanted = {f.id for f in chunk_note(note)}
+        total += len(wanted)
+        embedded += sum(1 for record in saved.get(note.id, ()) if record.id in wanted)
+    return EmbeddedCount(embedded, total, stale)
 
 
 def text_digest(text: str) -> str:
