@@ -5,7 +5,8 @@
 #     docker build --build-arg SEMANTIC=1 --build-arg MODEL_PACK=models/multilingual-e5-small-int8 -t notarium-search:semantic .
 #   semantic, the default model fetched from the Hugging Face hub at build time:
 #     docker build --build-arg SEMANTIC=1 -t notarium-search:semantic .
-#   (another hub model: MODEL_REPO, MODEL_ONNX_FILE and MODEL_POOLING together; docs/models.md lists them)
+#   (another preset: --build-arg MODEL_PRESET=all-minilm-l6-v2; `notarium-search models list` shows them;
+#   another repository: make a pack with the download command's REPO form, docs/models.md, then MODEL_PACK)
 # Run:
 #   docker run --restart unless-stopped -p 127.0.0.1:8377:8377 -v /path/to/vault:/notes:ro -v notarium-index:/data notarium-search
 # Each sub-folder of /notes is a space; indexes live in the /data volume. Other host
@@ -34,11 +35,10 @@ RUN case "$SEMANTIC" in ""|1) ;; *) echo "SEMANTIC=$SEMANTIC: give 1 for the sem
     && find /opt/venv -name '*.so' ! -path '*.libs/*' -exec strip --strip-unneeded {} +
 # Declared after the install, so that another model reuses the installed layer.
 ARG MODEL_PACK=
-# The default model's hub export: its int8 graph (118 MB; onnx/model.onnx is the
-# 470 MB fp32 one), mean pooling (Xenova exports do not say it; docs/models.md).
-ARG MODEL_REPO=Xenova/multilingual-e5-small
-ARG MODEL_ONNX_FILE=onnx/model_quantized.onnx
-ARG MODEL_POOLING=mean
+# The hub route's model: a named preset (semantic/presets.py, docs/models.md), which
+# pins the repository's commit, its int8 graph and that graph's SHA-256, and says its
+# pooling and prefixes, so that two builds get the same model or the second fails.
+ARG MODEL_PRESET=multilingual-e5-small
 # Installed by pip as dependencies but never run by the service (the container
 # smoke test exercises search, embedding, MCP and /schema without them): pip
 # and setuptools themselves; faker and polyfactory, test-data generators that
@@ -68,8 +68,7 @@ RUN --mount=type=bind,source=models,target=/packs \
         fi; \
         cp -R "/packs/$pack" /opt/models/default; \
     else \
-        /opt/venv/bin/notarium-search models download "$MODEL_REPO" /opt/models/default \
-            --onnx-file "$MODEL_ONNX_FILE" --pooling "$MODEL_POOLING"; \
+        /opt/venv/bin/notarium-search models download "$MODEL_PRESET" /opt/models/default; \
     fi; \
     chmod -R a+rX /opt/models; \
     if [ -n "$SEMANTIC" ]; then \

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +18,7 @@ import notarium_search.semantic  # noqa: F401 - loads onnxruntime before any tes
 from notarium_search.logsetup import configure_logging
 from notarium_search.service import Service
 from notarium_search.settings import CollectionConfig, Settings, SpaceConfig
+from tests.fake_hub import FakeHub, serving
 
 configure_logging("warning")
 
@@ -144,17 +141,16 @@ def models_dir() -> Path:
     return path
 
 
-def fake_hub(monkeypatch: pytest.MonkeyPatch, repository: dict[str, bytes]) -> None:
-    """No network: urllib answers model-hub downloads (`…/resolve/main/PATH`)
-    from `repository`, PATH → bytes, and 404 for any other file."""
-
-    def urlopen(request: urllib.request.Request, timeout: float) -> io.BytesIO:
-        path = request.full_url.split("/resolve/main/", 1)[1]
-        if path not in repository:
-            raise urllib.error.HTTPError(request.full_url, 404, "Not Found", Message(), None)
-        return io.BytesIO(repository[path])
-
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+@pytest.fixture
+def fake_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
+    """A model hub listening on 127.0.0.1 (tests/fake_hub.py), empty until a
+    test adds repositories; HF_ENDPOINT points at it, and huggingface_hub's
+    home is the test's own (no token or cache of the machine's is used)."""
+    with serving() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        yield hub
 
 
 class HashEmbedder:

@@ -278,11 +278,11 @@ def test_models_download_fails_clearly_without_a_hub(vault: Vault, tmp_path: Pat
     env_run = run(
         ["models", "download", "Xenova/multilingual-e5-small", str(tmp_path / "m"), "--timeout", "3"], vault, tmp_path
     )
-    assert env_run.returncode == 1
+    assert env_run.returncode == 2
     assert "notarium-search:" in env_run.stderr
     assert not (tmp_path / "m").exists()  # nothing half-written
-    bad = run(["models", "download", "not a repo id", str(tmp_path / "m2")], vault, tmp_path)
-    assert bad.returncode == 1
+    bad = run(["models", "download", "not a/repo id", str(tmp_path / "m2")], vault, tmp_path)
+    assert bad.returncode == 2
     assert "not a hub repository id" in bad.stderr
 
 

@@ -3,6 +3,7 @@ tests/container (`bash .ci/docker-smoke`)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -11,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from notarium_search import cli
-from tests.conftest import fake_hub, models_dir
+from notarium_search.semantic.presets import PRESETS
+from tests.conftest import models_dir
+from tests.fake_hub import FakeHub
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
@@ -32,31 +35,35 @@ def test_build_backend_floor_supports_the_license_expression():
     assert int(floor.group(1)) >= 77, setuptools
 
 
-def test_dockerfile_hub_route_fetches_the_default_model_as_a_working_pack(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_dockerfile_hub_route_fetches_the_default_preset_as_a_working_pack(
+    tmp_path: Path, fake_hub: FakeHub, capsys: pytest.CaptureFixture[str]
 ):
     """The semantic tier's default route (no MODEL_PACK): the Dockerfile's own
     `models download` command, with its ARG defaults, against a hub laid out
     like Xenova/multilingual-e5-small (an fp32 graph at onnx/model.onnx, the
     int8 one at onnx/model_quantized.onnx, no sentence-transformers files, so
     no pooling). It must take the int8 graph and give a pack that `models
-    check` accepts, with the E5 prefixes. No network: urlopen answers from
-    the shared pack."""
-    source = models_dir()
-    e5, minilm = source / "multilingual-e5-small-int8", source / "all-minilm-l6-v2-int8"
-    repository = {
-        "onnx/model_quantized.onnx": (e5 / "model.onnx").read_bytes(),
-        "onnx/model.onnx": (minilm / "model.onnx").read_bytes(),  # stands for the 470 MB fp32 graph
-        "tokenizer.json": (e5 / "tokenizer.json").read_bytes(),
-        "config.json": json.dumps({"model_type": "bert", "hidden_size": 384, "max_position_embeddings": 512}).encode(),
-    }
-
-    fake_hub(monkeypatch, repository)
+    check` accepts, with the E5 prefixes. The hub (tests/fake_hub.py) serves
+    the shared pack's files, so the command is given their SHA-256 in place
+    of the preset's, which pins the hub's own build."""
+    e5, minilm = models_dir() / "multilingual-e5-small-int8", models_dir() / "all-minilm-l6-v2-int8"
+    preset = PRESETS["multilingual-e5-small"]
+    fake_hub.commit = preset.revision
+    fake_hub.add(
+        preset.repo_id,
+        {
+            "onnx/model_quantized.onnx": (e5 / "model.onnx").read_bytes(),
+            "onnx/model.onnx": (minilm / "model.onnx").read_bytes(),  # stands for the 470 MB fp32 graph
+            "tokenizer.json": (e5 / "tokenizer.json").read_bytes(),
+            "config.json": json.dumps({"hidden_size": 384, "max_position_embeddings": 512}).encode(),
+        },
+    )
     target = tmp_path / "default"
     argv = dockerfile_download_command(target)
-    assert argv[:3] == ["models", "download", "Xenova/multilingual-e5-small"]
-    assert cli.main(argv) == 0, capsys.readouterr().err
-    assert (target / "model.onnx").read_bytes() == repository["onnx/model_quantized.onnx"]
+    assert argv == ["models", "download", "multilingual-e5-small", str(target)]
+    graph_sha256 = hashlib.sha256((e5 / "model.onnx").read_bytes()).hexdigest()
+    assert cli.main([*argv, "--sha256", graph_sha256]) == 0, capsys.readouterr().err
+    assert (target / "model.onnx").read_bytes() == (e5 / "model.onnx").read_bytes()
     config = json.loads((target / "model.json").read_text())
     assert (config["pooling"], config["query_prefix"], config["passage_prefix"]) == ("mean", "query: ", "passage: ")
     capsys.readouterr()

@@ -3,7 +3,7 @@
 The package's face is `main`; each command lives in its own module, imported
 only when it runs (a `search` from the shell loads no server code):
 `serving` (serve, mcp), `indexing` (index, status), `searching` (search),
-`models` (models download, models check).
+`models` (models download, models list, models check).
 """
 
 from __future__ import annotations
@@ -81,18 +81,22 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true")
     models = sub.add_parser("models", help="embedding models (docs/models.md)")
     models_sub = models.add_subparsers(dest="models_command", required=True)
-    download = models_sub.add_parser("download", help="fetch an ONNX export from the Hugging Face hub (explicit only)")
-    download.add_argument("repo_id", help="e.g. Xenova/multilingual-e5-small")
-    download.add_argument("target", help="new directory for the pack, then point NOTARIUM_MODEL_DIR at it")
-    download.add_argument("--dim", type=int)
-    download.add_argument("--pooling", choices=["mean", "cls"])
-    download.add_argument("--query-prefix")
-    download.add_argument("--passage-prefix")
-    download.add_argument("--timeout", type=float, default=30.0)
-    download.add_argument("--hub-url", default=None, help="a hub mirror (https)")
-    download.add_argument(
-        "--onnx-file", default=None, help="graph path in the repository, e.g. onnx/model_quantized.onnx"
+    download = models_sub.add_parser(
+        "download", help="fetch a pack from the Hugging Face hub: a preset (models list) or a repository"
     )
+    download.add_argument("model", help="a preset name (models list), or a hub repository owner/name")
+    download.add_argument("target", help="new directory for the pack, then point NOTARIUM_MODEL_DIR at it")
+    download.add_argument("--revision", help="a commit, tag or branch (default: the preset's pin, else main)")
+    download.add_argument("--sha256", help="the ONNX graph's expected SHA-256 (replaces the preset's)")
+    download.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the hub's answers")
+    download.add_argument("--hub-url", default=None, help="a hub mirror (default: $HF_ENDPOINT, else huggingface.co)")
+    repository = download.add_argument_group("a repository without a preset")
+    repository.add_argument("--onnx-file", help="graph path in the repository, e.g. onnx/model_quantized.onnx")
+    repository.add_argument("--dim", type=int)
+    repository.add_argument("--pooling", choices=["mean", "cls"])
+    repository.add_argument("--query-prefix")
+    repository.add_argument("--passage-prefix")
+    models_sub.add_parser("list", help="the presets models download knows, with what each pins")
     check = models_sub.add_parser(
         "check", help="load a pack as the service does and embed a test pair: one line, exit 2 if it is not usable"
     )

@@ -1,4 +1,5 @@
-"""`models download` (a pack from the Hugging Face hub, asked for explicitly) and `models check`."""
+"""`models download` (a pack from the Hugging Face hub, asked for explicitly),
+`models list` (the download's presets) and `models check`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from notarium_search.cli import EXIT_SETUP
+from notarium_search.cli import EXIT_SETUP, EXIT_USAGE
 from notarium_search.settings import Settings
 
 # `models check` embeds one query and one passage of it, and prints their cosine.
@@ -18,6 +19,11 @@ UNIT_TOLERANCE = 1e-3  # |1 - norm| of a normalised float32 vector
 def models_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.models_command == "check":
         return _models_check(settings, args)
+    if args.models_command == "list":
+        from notarium_search.semantic.presets import preset_table
+
+        print(preset_table())
+        return 0
     return _models_download(args)
 
 
@@ -86,25 +92,58 @@ def _embed_test_pair(embedder: Any) -> str:
     return f"cosine of a French query and its passage {cosine:.3f}"
 
 
+# Options that describe a repository's files; a preset already says all of them.
+REPOSITORY_OPTIONS = ("onnx_file", "dim", "pooling", "query_prefix", "passage_prefix")
+
+
 def _models_download(args: argparse.Namespace) -> int:
+    """A preset by name, else a repository with explicit options; every
+    failure (offline, gated, a checksum refused) is one line on stderr and
+    exit 2, with nothing left at the target."""
     from pathlib import Path
 
-    from notarium_search.semantic.download import ModelDownloadError, download_model
+    from notarium_search.semantic.download import ModelDownloadError, download_model, download_preset
+    from notarium_search.semantic.presets import PRESETS
 
+    preset = PRESETS.get(args.model)
     try:
-        path = download_model(
-            args.repo_id,
-            Path(args.target),
-            args.timeout,
-            dim=args.dim,
-            pooling=args.pooling,
-            query_prefix=args.query_prefix,
-            passage_prefix=args.passage_prefix,
-            onnx_file=args.onnx_file,
-            **({"hub_url": args.hub_url} if args.hub_url else {}),
-        )
+        if preset is not None:
+            extra = [f"--{name.replace('_', '-')}" for name in REPOSITORY_OPTIONS if getattr(args, name) is not None]
+            if extra:
+                print(
+                    f"notarium-search: {', '.join(extra)} describe a repository; the preset {preset.name} sets them"
+                    f" (download {preset.repo_id} instead to choose them)",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+            path = download_preset(
+                preset,
+                Path(args.target),
+                args.timeout,
+                revision=args.revision,
+                sha256=args.sha256,
+                hub_url=args.hub_url,
+            )
+        elif "/" not in args.model:
+            known = ", ".join(PRESETS)
+            print(f"notarium-search: {args.model!r} is neither a preset ({known}) nor owner/name", file=sys.stderr)
+            return EXIT_USAGE
+        else:
+            path = download_model(
+                args.model,
+                Path(args.target),
+                args.timeout,
+                dim=args.dim,
+                pooling=args.pooling,
+                query_prefix=args.query_prefix,
+                passage_prefix=args.passage_prefix,
+                onnx_file=args.onnx_file,
+                revision=args.revision or "main",
+                sha256=args.sha256,
+                hub_url=args.hub_url,
+            )
     except ModelDownloadError as exc:
         print(f"notarium-search: {exc}", file=sys.stderr)
-        return 1
-    print(f"model saved in {path}: set NOTARIUM_MODEL_DIR={path}")
+        return EXIT_SETUP
+    print(f"model saved in {path}: check it with `notarium-search models check {path}`, then set NOTARIUM_MODEL_DIR")
     return 0

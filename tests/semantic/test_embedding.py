@@ -7,11 +7,8 @@ The packs live beside the repository (`../shared/models`, or
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import threading
@@ -23,12 +20,6 @@ import numpy as np
 import pytest
 
 from notarium_search.semantic.calibration import E5_SMALL_MARGIN, MINILM_L6_MARGIN
-from notarium_search.semantic.download import (
-    ModelDownloadError,
-    _external_data_names,
-    _hub_model_json,
-    download_model,
-)
 from notarium_search.semantic.embedding import (
     EmbedderUnavailable,
     ModelConfig,
@@ -36,7 +27,7 @@ from notarium_search.semantic.embedding import (
     load_embedder,
     read_model_config,
 )
-from tests.conftest import fake_hub, models_dir
+from tests.conftest import models_dir
 
 MINILM = "all-minilm-l6-v2-int8"
 E5 = "multilingual-e5-small-int8"
@@ -49,11 +40,6 @@ TEXTS = [
     "Interoperability lets systems exchange data through open APIs and shared formats, without manual export.",
     "x",
 ]
-# Nobody listens on the discard port of the loopback interface: the
-# connection is refused at once, like an offline machine's.
-UNREACHABLE_HUB = "https://127.0.0.1:9"
-
-Documents = dict[str, dict[str, Any]]  # hub file name -> its JSON
 
 
 def pack(name: str) -> Path:
@@ -317,111 +303,3 @@ def test_module_imports_without_the_optional_packages() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "EmbedderUnavailable"
-
-
-# ---------------------------------------------------------------- download
-
-
-def test_download_from_an_unreachable_hub_fails_fast_and_leaves_nothing(tmp_path: Path) -> None:
-    target = tmp_path / "models" / "e5"
-    # Fast means on the refusal itself, never after waiting out the timeout: the
-    # reason says which (a stopwatch against the timeout raced a loaded machine).
-    with pytest.raises(ModelDownloadError, match=r"cannot reach the model hub https://127\.0\.0\.1:9") as caught:
-        download_model("Xenova/multilingual-e5-small", target, timeout=60, hub_url=UNREACHABLE_HUB)
-    cause = caught.value.__cause__  # urllib's URLError, around the socket's own error
-    assert isinstance(getattr(cause, "reason", cause), ConnectionRefusedError)
-    assert not target.exists()
-    assert list(target.parent.iterdir()) == []  # no staging directory left behind
-
-
-def test_download_from_a_faked_hub_writes_a_loadable_pack(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm: OnnxEmbedder
-) -> None:
-    # No network: urlopen answers from the shared MiniLM pack, laid out like
-    # a sentence-transformers repository with an onnx/ export.
-    source = pack(MINILM)
-    repository = {
-        "onnx/model.onnx": (source / "model.onnx").read_bytes(),
-        "tokenizer.json": (source / "tokenizer.json").read_bytes(),
-        "config.json": json.dumps({"hidden_size": 384, "max_position_embeddings": 512}).encode(),
-        "1_Pooling/config.json": json.dumps({"pooling_mode_mean_tokens": True}).encode(),
-        "sentence_bert_config.json": json.dumps({"max_seq_length": 256}).encode(),
-    }
-
-    fake_hub(monkeypatch, repository)
-    umask = os.umask(0o022)
-    try:
-        target = download_model("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "minilm")
-    finally:
-        os.umask(umask)
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["minilm"]  # staging renamed away
-    assert sorted(path.name for path in target.iterdir()) == ["model.json", "model.onnx", "tokenizer.json"]
-    # Readable by every user, as the umask allows (the staging folder was 0700:
-    # an image's service user could not open a pack root downloaded).
-    assert stat.S_IMODE(target.stat().st_mode) == 0o755
-    assert {stat.S_IMODE(path.stat().st_mode) for path in target.iterdir()} == {0o644}
-    downloaded = load_embedder(target)
-    # A model whose margin was measured gets it (semantic/calibration.py).
-    expected = ModelConfig("sentence-transformers/all-MiniLM-L6-v2", 384, 256, "mean", True, "", "", MINILM_L6_MARGIN)
-    assert downloaded.config == expected
-    assert downloaded.fingerprint == minilm.fingerprint
-
-
-@pytest.mark.parametrize(
-    ("repo_id", "hub_url", "message"),
-    [
-        ("../../etc", "https://huggingface.co", "not a hub repository id"),
-        ("Xenova/multilingual-e5-small", "http://huggingface.co", "must use https"),
-    ],
-)
-def test_download_refuses_bad_ids_and_plain_http(tmp_path: Path, repo_id: str, hub_url: str, message: str) -> None:
-    with pytest.raises(ModelDownloadError, match=message):
-        download_model(repo_id, tmp_path / "pack", hub_url=hub_url)
-
-
-def test_download_never_replaces_an_existing_pack(tmp_path: Path) -> None:
-    (tmp_path / "pack").mkdir()
-    with pytest.raises(ModelDownloadError, match="already exists"):
-        download_model("Xenova/multilingual-e5-small", tmp_path / "pack", hub_url=UNREACHABLE_HUB)
-
-
-def test_model_json_is_inferred_from_the_repository_configs() -> None:
-    xenova_e5: Documents = {
-        "config.json": {"hidden_size": 384, "max_position_embeddings": 514, "model_type": "xlm-roberta"}
-    }
-    sbert_minilm: Documents = {
-        "config.json": {"hidden_size": 384, "max_position_embeddings": 512, "model_type": "bert"},
-        "1_Pooling/config.json": {"word_embedding_dimension": 384, "pooling_mode_mean_tokens": True},
-        "sentence_bert_config.json": {"max_seq_length": 256},
-    }
-    bge: Documents = {"config.json": {"hidden_size": 1024}, "1_Pooling/config.json": {"pooling_mode_cls_token": True}}
-    e5 = _hub_model_json("Xenova/multilingual-e5-small", xenova_e5, {"pooling": "mean", "dim": None})
-    assert e5 == {
-        "name": "Xenova/multilingual-e5-small",
-        "normalize": True,
-        "dim": 384,
-        "max_tokens": 512,
-        "pooling": "mean",
-        "query_prefix": "query: ",
-        "passage_prefix": "passage: ",
-    }
-    minilm = _hub_model_json("sentence-transformers/all-MiniLM-L6-v2", sbert_minilm, {})
-    assert (minilm["dim"], minilm["pooling"], minilm["max_tokens"]) == (384, "mean", 256)
-    assert "query_prefix" not in minilm
-    assert _hub_model_json("BAAI/bge-m3", bge, {})["pooling"] == "cls"
-    with pytest.raises(ModelDownloadError, match=r"does not say its pooling: pass it explicitly \(--pooling\)"):
-        _hub_model_json("Xenova/multilingual-e5-small", xenova_e5, {})
-
-
-def test_external_weight_files_named_by_the_graph_are_found(tmp_path: Path) -> None:
-    # An ONNX external-data entry is {key: "location", value: NAME} as protobuf
-    # fields 1 and 2; a graph over 2 GB (bge-m3) names one or more such files.
-    def entry(name: bytes) -> bytes:
-        return b"\x0a\x08location\x12" + bytes([len(name)]) + name
-
-    graph = tmp_path / "model.onnx"
-    graph.write_bytes(
-        b"\x08\x07" + entry(b"model.onnx_data") + b"\x00" + entry(b"Constant_7_attr__value") + entry(b"../x")
-    )
-    assert _external_data_names(graph) == {"model.onnx_data", "Constant_7_attr__value"}
-    assert _external_data_names(pack(MINILM) / "model.onnx") == set()
