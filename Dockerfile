@@ -24,14 +24,17 @@ RUN apt-get update -qq \
     && rm -rf /var/lib/apt/lists/*
 ARG SEMANTIC=
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+# constraints.txt: the exact version of every dependency, direct and transitive, of
+# both tiers (docs/operations.md says how it is regenerated), so that two builds a
+# month apart install the same packages.
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY notarium_search ./notarium_search
 # Some wheels ship their extension modules with symbol tables: numkong's (under
 # usearch) is 45.5 MB, 4.0 MB stripped; tantivy's 17.5 MB, 12.2 MB. The libraries
 # auditwheel vendored into *.libs/ are left alone (strip can break their patched headers).
 RUN case "$SEMANTIC" in ""|1) ;; *) echo "SEMANTIC=$SEMANTIC: give 1 for the semantic tier, nothing for the lexical one" >&2; exit 1;; esac \
     && python3 -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-cache-dir --quiet "/src${SEMANTIC:+[semantic]}" \
+    && /opt/venv/bin/pip install --no-cache-dir --quiet --constraint /src/constraints.txt "/src${SEMANTIC:+[semantic]}" \
     && find /opt/venv -name '*.so' ! -path '*.libs/*' -exec strip --strip-unneeded {} +
 # Declared after the install, so that another model reuses the installed layer.
 ARG MODEL_PACK=

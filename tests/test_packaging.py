@@ -87,3 +87,59 @@ def test_empty_vector_search_reads_as_off():
 
     assert "VECTOR_SEARCH=${SEMANTIC:+1}" in DOCKERFILE
     assert load_settings(env={"VECTOR_SEARCH": ""}).vector_search is False
+
+
+def test_the_version_is_read_from_the_installed_metadata():
+    """One version string: pyproject.toml's, read by the code from the metadata."""
+    import tomllib
+    from importlib.metadata import version
+
+    import notarium_search
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert notarium_search.__version__ == version("notarium-search") == pyproject["project"]["version"]
+    # and not by a second literal that a release could forget to bump
+    source = (ROOT / "notarium_search" / "__init__.py").read_text()
+    assert not re.search(r"__version__\s*=\s*[\"']\d+\.\d+", source)
+
+
+def test_classifiers_say_posix_only():
+    """fcntl locks (index/folder.py, notes/scan.py): POSIX systems, not Windows."""
+    import tomllib
+
+    classifiers = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["classifiers"]
+    assert "Operating System :: POSIX" in classifiers
+    assert not [c for c in classifiers if "Windows" in c or c == "Operating System :: OS Independent"]
+
+
+def test_constraints_pin_every_dependency_of_both_tiers_exactly():
+    """constraints.txt (docs/operations.md, regenerated with `uv pip compile`)
+    gives one exact version, within pyproject's range, to every dependency of
+    the lexical and semantic tiers, and the image installs with it. A
+    dependency added or narrowed in pyproject.toml without regenerating the
+    file fails here."""
+    import tomllib
+
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+
+    pins: dict[str, list[Requirement]] = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            pinned = Requirement(line)
+            assert [spec.operator for spec in pinned.specifier] == ["=="], line
+            pins.setdefault(_normal(pinned.name), []).append(pinned)
+    image = {key: str(value) for key, value in default_environment().items()}
+    image.update(python_full_version="3.11.11", python_version="3.11")  # the image's Python
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for line in [*project["dependencies"], *project["optional-dependencies"]["semantic"]]:
+        wanted = Requirement(line)
+        versions = [p.specifier for p in pins.get(_normal(wanted.name), []) if not p.marker or p.marker.evaluate(image)]
+        assert len(versions) == 1, f"{wanted.name}: pinned {len(versions)} times for the image's Python"
+        assert wanted.specifier.contains(next(iter(versions[0])).version), f"{line} against {versions[0]}"
+    assert "--constraint /src/constraints.txt" in DOCKERFILE
+    assert "constraints.txt" in (ROOT / ".dockerignore").read_text()
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
