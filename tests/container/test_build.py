@@ -79,5 +79,5 @@ def test_build_context_holds_only_what_the_image_needs(engine: Engine, lexical_i
     finally:
         engine.run("rmi", "--force", tag, check=False)
     top = {path.removeprefix("/context/") for path in listed}
-    assert top <= {"pyproject.toml", "README.md", "LICENSE", "notarium_search", "models"}, top
-    assert {"pyproject.toml", "README.md", "LICENSE", "notarium_search"} <= top, top
+    assert top <= {"pyproject.toml", "README.md", "LICENSE", "constraints.txt", "notarium_search", "models"}, top
+    assert {"pyproject.toml", "README.md", "LICENSE", "constraints.txt", "notarium_search"} <= top, top
