@@ -91,7 +91,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 found = [(p, d) for (_, p), d in hub.files.items() if _sha256(d) == storage["sha"]]
                 if not found:
                     return self._error(404, "EntryNotFound")
-                return self._send(*found[0], seen, body=body)
+                return self._send(*found[0], seen, body=body, storage=True)
             resolve = _RESOLVE.match(self.path)
             if resolve is None or not any(repo == resolve["repo"] for repo, _ in hub.files):
                 return self._error(404 if hub.token is None else 401, "RepoNotFound")
@@ -114,7 +114,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return None
             return self._send(resolve["path"], data, seen, body=body)
 
-        def _send(self, path: str, data: bytes, seen: Seen, *, body: bool) -> None:
+        def _send(self, path: str, data: bytes, seen: Seen, *, body: bool, storage: bool = False) -> None:
             start = 0
             if seen.range and (match := re.fullmatch(r"bytes=(\d+)-", seen.range)):
                 start = int(match.group(1))
@@ -124,6 +124,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self.send_header("ETag", f'"{_sha256(data) if _in_lfs(path, data) else _git_sha1(data)}"')
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("Content-Length", str(len(part)))
+            if storage:  # as the hub's storage names the file (the progress bar shows it)
+                self.send_header("Content-Disposition", f'inline; filename="{path.rsplit("/", 1)[-1]}";')
             if start:
                 self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
             self.end_headers()
