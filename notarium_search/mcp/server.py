@@ -31,6 +31,14 @@ from pydantic_core import ErrorDetails
 
 from notarium_search import __version__
 from notarium_search.errors import NotariumError
+from notarium_search.mcp.outputs import (
+    ActivationsOutput,
+    FrontmatterOutput,
+    NoteOutput,
+    RelatedOutput,
+    SearchNotesOutput,
+    schema_model,
+)
 from notarium_search.mcp.tools import (
     NOTE_TEXT_CHARS,
     NotesTools,
@@ -115,7 +123,7 @@ def build_server(
     """The five tools over `service`; `lifespan` wraps the server's run (stdio)."""
     tools = NotesTools(service)
     server = NotesServer(SERVER_NAME, version=__version__, instructions=_instructions(service), lifespan=lifespan)
-    space_field = Field(description=_space_help(tools.space_names))
+    space_field = _space_field(tools.space_names)
     for add in (_add_search, _add_related, _add_frontmatter, _add_activations, _add_get_note):
         add(server, tools, space_field)
     return server
@@ -134,7 +142,7 @@ NESTED_TAGS = "without #; nested tags included: 'projet' matches 'projet/dora'"
 
 
 def _add_search(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(description=SEARCH_NOTES, annotations=READ_ONLY)
+    @server.tool(title="Search the notes", description=SEARCH_NOTES, annotations=READ_ONLY)
     def search_notes(
         query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for")],
         space: Annotated[str | None, space_field] = None,
@@ -148,12 +156,12 @@ def _add_search(server: NotesServer, tools: NotesTools, space_field: FieldInfo) 
             Literal["relevance", "updated", "created"],
             Field(description="relevance (default), or the same notes newest first by updated or created date"),
         ] = "relevance",
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, schema_model(SearchNotesOutput)]:
         return _answer(lambda: tools.search_notes(query, space, collections, folder, tags, limit, sort))
 
 
 def _add_related(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(description=GET_RELATED, annotations=READ_ONLY)
+    @server.tool(title="Related notes", description=GET_RELATED, annotations=READ_ONLY)
     def get_related(
         note: NoteId,
         space: Annotated[str | None, space_field] = None,
@@ -162,12 +170,12 @@ def _add_related(server: NotesServer, tools: NotesTools, space_field: FieldInfo)
             float | None,
             Field(ge=0, le=MAX_DAYS, description="Only neighbours updated at least this many days before or after it"),
         ] = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, schema_model(RelatedOutput)]:
         return _answer(lambda: tools.get_related(note, space, limit, min_days_apart))
 
 
 def _add_frontmatter(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(description=QUERY_FRONTMATTER, annotations=READ_ONLY)
+    @server.tool(title="List notes by metadata", description=QUERY_FRONTMATTER, annotations=READ_ONLY)
     def query_frontmatter(
         space: Annotated[str | None, space_field] = None,
         collection: Annotated[str | None, Field(description="Only notes of this collection")] = None,
@@ -189,7 +197,7 @@ def _add_frontmatter(server: NotesServer, tools: NotesTools, space_field: FieldI
         ] = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"Notes per page (1-{MAX_LIMIT})")] = 20,
         cursor: Annotated[str | None, Field(description="The cursor a previous answer gave, for the next page")] = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, schema_model(FrontmatterOutput)]:
         return _answer(
             lambda: tools.query_frontmatter(
                 space, collection, tags, tags_mode, activated, updated_since, field, value, limit, cursor
@@ -198,24 +206,24 @@ def _add_frontmatter(server: NotesServer, tools: NotesTools, space_field: FieldI
 
 
 def _add_activations(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(description=LIST_RECENT_ACTIVATIONS, annotations=READ_ONLY)
+    @server.tool(title="Recently used notes", description=LIST_RECENT_ACTIVATIONS, annotations=READ_ONLY)
     def list_recent_activations(
         space: Annotated[str | None, space_field] = None,
         days: Annotated[int, Field(ge=1, le=MAX_DAYS, description="The window, in days up to today")] = 30,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many notes (1-{MAX_LIMIT})")] = 50,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, schema_model(ActivationsOutput)]:
         return _answer(lambda: tools.list_recent_activations(space, days, limit))
 
 
 def _add_get_note(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(description=GET_NOTE, annotations=READ_ONLY)
+    @server.tool(title="Read a note", description=GET_NOTE, annotations=READ_ONLY)
     def get_note(
         note: NoteId,
         space: Annotated[str | None, space_field] = None,
         offset: Annotated[
             int, Field(ge=0, description="Character of the text to start from, to read on where a call was cut")
         ] = 0,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, schema_model(NoteOutput)]:
         return _answer(lambda: tools.get_note(note, space, offset))
 
 
@@ -236,6 +244,20 @@ def _brief(error: ValidationError) -> str:
         shown = "" if item["type"] == "missing" else f" (got {repr(item.get('input'))[:SHOWN_INPUT_CHARS]})"
         parts.append(f"{where}: {item['msg']}{shown}")
     return "; ".join(parts)
+
+
+def _space_field(names: list[str]) -> FieldInfo:
+    """The `space` argument: its schema lists the configured spaces (an enum a
+    client can offer), while an unknown name still gets the tools' own answer
+    naming the spaces (mcp/tools.py), not a bare validation error."""
+
+    def enum(schema: dict[str, Any]) -> None:
+        schema.pop("anyOf", None)
+        schema["type"] = ["string", "null"]
+        schema["enum"] = [*names, None]
+
+    field: FieldInfo = Field(description=_space_help(names), json_schema_extra=enum if names else None)
+    return field
 
 
 def _space_help(names: list[str]) -> str:

@@ -14,6 +14,7 @@ import msgspec
 from notarium_search import params
 from notarium_search.bodies import (
     ActivationsBody,
+    LinkedNoteOut,
     NotesBody,
     link_out,
     note_body,
@@ -22,6 +23,14 @@ from notarium_search.bodies import (
     search_body,
 )
 from notarium_search.errors import ChannelUnavailable
+from notarium_search.mcp.outputs import (
+    ActivationsOutput,
+    FrontmatterOutput,
+    NoteOutput,
+    RelatedOutput,
+    SearchNotesOutput,
+    fields_of,
+)
 from notarium_search.mcp.text import (
     activations_text,
     frontmatter_text,
@@ -93,8 +102,8 @@ class NotesTools:
         )
         response = self.service.search(name, query, filters, limit, sort)
         lexical_only = self._lexical_only(response.channels_used, response.degraded)
-        data = {"space": name, "lexical_only": lexical_only, **_json(search_body(response))}
-        return ToolOutput(search_text(name, response, lexical_only), data)
+        data = SearchNotesOutput(**fields_of(search_body(response)), space=name, lexical_only=lexical_only)
+        return ToolOutput(search_text(name, response, lexical_only), _json(data))
 
     def _lexical_only(self, channels_used: tuple[str, ...], degraded: dict[str, str]) -> str | None:
         """Why the semantic channel did not answer, or None when it did."""
@@ -113,16 +122,16 @@ class NotesTools:
         except ChannelUnavailable as exc:
             # The link neighbours still answer: worth returning on their own.
             echoes, unavailable = [], exc.detail
-        data = {
-            "space": name,
-            "note": _json(note_record_out(detail.record)),
-            "related": [_json(related_note(echo)) for echo in echoes],
-            "semantic_unavailable": unavailable,
-            "links": [_json(link_out(link)) for link in detail.links],
-            "backlinks": [{"id": n.id, "path": n.path, "title": n.title} for n in detail.backlinks],
-            "dangling": [_json(link_out(link)) for link in detail.dangling],
-        }
-        return ToolOutput(related_text(name, detail, echoes, unavailable), data)
+        data = RelatedOutput(
+            space=name,
+            note=note_record_out(detail.record),
+            related=[related_note(echo) for echo in echoes],
+            semantic_unavailable=unavailable,
+            links=[link_out(link) for link in detail.links],
+            backlinks=[LinkedNoteOut(n.id, n.path, n.title) for n in detail.backlinks],
+            dangling=[link_out(link) for link in detail.dangling],
+        )
+        return ToolOutput(related_text(name, detail, echoes, unavailable), _json(data))
 
     def query_frontmatter(
         self,
@@ -152,14 +161,16 @@ class NotesTools:
         page = self.service.notes(name, filters, limit, params.text("cursor", cursor))
         body = NotesBody([note_record_out(r) for r in page.items], page.next_cursor, page.partial)
         criteria = _criteria(filters, tags_mode)
-        return ToolOutput(frontmatter_text(name, page, criteria), {"space": name, **_json(body)})
+        data = FrontmatterOutput(**fields_of(body), space=name)
+        return ToolOutput(frontmatter_text(name, page, criteria), _json(data))
 
     def list_recent_activations(self, space: str | None, days: int, limit: int) -> ToolOutput:
         name = self.space_name(space)
         since = datetime.now(UTC) - timedelta(days=days)
         found = self.service.activations(name, FeedFilter(), since, limit)
         body = ActivationsBody(since, [note_record_out(r) for r in found])
-        return ToolOutput(activations_text(name, days, since, found), {"space": name, "days": days, **_json(body)})
+        data = ActivationsOutput(**fields_of(body), space=name, days=days)
+        return ToolOutput(activations_text(name, days, since, found), _json(data))
 
     def get_note(self, note: str, space: str | None, offset: int) -> ToolOutput:
         name = self.space_name(space)
@@ -170,9 +181,11 @@ class NotesTools:
             raise ToolFailure(f"offset {offset} is past the end of the note's text ({total} characters)")
         piece = content[offset : offset + NOTE_TEXT_CHARS] if content is not None else None
         end = offset + len(piece or "")
-        data = _json(replace(note_body(detail), content=piece))
-        data.update(space=name, content_offset=offset, content_chars=total, truncated=end < total)
-        return ToolOutput(note_text(name, detail, piece, offset, total, NOTE_TEXT_CHARS), data)
+        body = replace(note_body(detail), content=piece)
+        data = NoteOutput(
+            **fields_of(body), space=name, content_offset=offset, content_chars=total, truncated=end < total
+        )
+        return ToolOutput(note_text(name, detail, piece, offset, total, NOTE_TEXT_CHARS), _json(data))
 
 
 def _json(value: Any) -> Any:
