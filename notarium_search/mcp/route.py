@@ -76,6 +76,8 @@ class McpRoute:
     async def _preload(self) -> None:
         try:
             await self._started_manager("start")
+        except ServiceUnavailableException:
+            pass  # stopped before it was ready: nothing to serve
         except Exception:  # the first call tries again, and answers the error if it happens again
             log.exception("mcp_http_preload_failed")
 
@@ -86,6 +88,8 @@ class McpRoute:
                     raise ServiceUnavailableException("the MCP endpoint is not running; retry shortly")
                 started = anyio.current_time()
                 manager = await anyio.to_thread.run_sync(_build_manager, self._service, self._settings)
+                if self._group is None:  # the app stopped while the SDK loaded
+                    raise ServiceUnavailableException("the MCP endpoint is not running; retry shortly")
                 await self._group.start(_run_manager, manager)
                 self._manager = manager
                 log.info("mcp_http_started", by=by, seconds=round(anyio.current_time() - started, 3))

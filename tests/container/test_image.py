@@ -169,6 +169,16 @@ def test_openapi_schema(running: Container) -> None:
     assert "/spaces/{space}/search" in schema["paths"]
 
 
+def test_the_api_explorer_and_its_files_are_in_the_image(running: Container) -> None:
+    """Served from the image's packages (openapi-ui-bundles), nothing from a CDN."""
+    status, page, content_type = running.get("/schema")
+    assert (status, content_type.split(";")[0]) == (200, "text/html")
+    assets = re.findall(r'(?:src|href)="(/schema/[^"]+)"', page.decode())
+    assert any(path.endswith("swagger-ui-bundle.js") for path in assets), assets
+    for path in assets:
+        assert running.get(path)[0] == 200, path
+
+
 def test_health_check_passes(engine: Engine, running: Container) -> None:
     if engine.name == "podman":
         # podman runs health checks on a systemd timer; without systemd, run it once by hand.
