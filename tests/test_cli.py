@@ -84,6 +84,23 @@ def test_index_search_status(vault: Vault, tmp_path: Path):
     assert "30 notes, 30 indexed" in full.stdout
 
 
+def test_search_prints_each_hit_with_path_line_and_section(vault: Vault, tmp_path: Path):
+    vault.write("projets/a.md", "---\nid: a\n---\n# Projets\n\n## DORA\n\nLe registre des tiers.\n")
+    vault.write("b.md", "---\ntitle: Registre seul\n---\nRien ici.\n")
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    done = run(["search", "notes", "registre", "--tag", "absent"], vault, tmp_path)
+    assert done.stdout == "0 results in " + done.stdout.split(" in ", 1)[1]
+    done = run(["search", "notes", "registre tiers"], vault, tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert re.fullmatch(r"2 results in [\d.]+ ms", lines[0])
+    first = lines.index("1. Projets")
+    assert lines[first + 1] == "   projets/a.md:8 · Projets > DORA"  # opens at the match in an editor
+    assert lines[first + 2].endswith("Le registre des tiers.")  # piped: no escape codes
+    assert "\x1b" not in done.stdout
+    assert lines[lines.index("2. Registre seul") + 1] == "   b.md:4"  # a title match: where the body starts
+
+
 def test_status_tells_a_partial_index_from_a_complete_one(vault: Vault, tmp_path: Path):
     """An interrupted `index` once left `status` saying "indexed 12 notes" as
     if that were all of them."""

@@ -14,8 +14,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
-from notarium_search import __version__
 from notarium_search.settings import ConfigError, Settings, load_settings
 
 EXIT_USAGE = 2
@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="notarium-search", description="Hybrid search over folders of Markdown notes."
     )
     parser.add_argument("--config", help="TOML config file (default: $NOTARIUM_CONFIG)")
-    parser.add_argument("--version", action="version", version=f"notarium-search {__version__}")
+    parser.add_argument("--version", action=_Version, help="print the installed version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the HTTP service (indexes every space in the background)")
     sub.add_parser("mcp", help="serve the MCP tools over stdio, for assistants that start it (docs/mcp.md)")
@@ -102,6 +102,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("pack", nargs="?", help="the pack's folder (default: NOTARIUM_MODEL_DIR)")
     return parser
+
+
+class _Version(argparse.Action):
+    """argparse's "version" action, reading the version only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from notarium_search import __version__
+
+        print(f"notarium-search {__version__}")
+        parser.exit()
 
 
 def only(settings: Settings, name: str) -> Settings:
