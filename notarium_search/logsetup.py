@@ -1,5 +1,13 @@
-"""structlog configured once: JSON lines on stdout, stdlib loggers (uvicorn,
-litestar) routed through the same renderer. Leaf module."""
+"""structlog configured once: JSON lines on stdout, stdlib loggers (granian,
+litestar) routed through the same renderer. Leaf module.
+
+structlog is imported when something first logs, not when a module asks for
+its logger: importing it pulls asyncio, rich, attrs and pygments, ~80 ms of a
+~0.3 s `notarium-search search` from the shell that logs nothing
+(docs/benchmarks.md, CLI start-up). Modules take their logger from
+`get_logger`; `configure_logging(..., on_first_use=True)` defers the
+configuration to the first line logged.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +16,44 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
-import structlog
-
-_SHARED: list[structlog.types.Processor] = [
-    structlog.contextvars.merge_contextvars,
-    structlog.stdlib.add_log_level,
-    structlog.stdlib.add_logger_name,
-    structlog.processors.TimeStamper(fmt="iso", utc=True),
-]
+_STDLIB_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "litestar", "_granian", "granian.access")
+_lock = threading.Lock()
+_deferred: tuple[str, object] | None = None  # configure_logging's arguments, until the first line is logged
 
 
-def configure_logging(level: str = "info", stream: object = None) -> None:
-    """Idempotent. `stream` defaults to stdout (stderr for the MCP/stdio case)."""
-    numeric = logging.getLevelName(level.upper())
+def configure_logging(level: str = "info", stream: object = None, *, on_first_use: bool = False) -> None:
+    """Idempotent. `stream` defaults to stdout (stderr for the MCP/stdio case).
+    `on_first_use`: configure structlog when something first logs through a
+    `get_logger` logger (stdlib records meanwhile go to `stream` as plain text)."""
+    global _deferred
+    if on_first_use:
+        with _lock:
+            _deferred = (level, stream)
+        handler = logging.StreamHandler(stream or sys.stdout)  # type: ignore[arg-type]
+        root = logging.getLogger()
+        root.handlers[:] = [handler]
+        root.setLevel(logging.getLevelName(level.upper()))
+        return
+    with _lock:
+        _deferred = None
+        _configure(level, stream)
+
+
+def _configure(level: str, stream: object) -> None:
+    import structlog
+
+    shared: list[structlog.types.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     handler = logging.StreamHandler(stream or sys.stdout)  # type: ignore[arg-type]
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=_SHARED,
+            foreign_pre_chain=shared,
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,
@@ -35,17 +63,49 @@ def configure_logging(level: str = "info", stream: object = None) -> None:
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(numeric)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "litestar", "_granian", "granian.access"):
+    root.setLevel(logging.getLevelName(level.upper()))
+    for name in _STDLIB_LOGGERS:
         named = logging.getLogger(name)
         named.handlers[:] = []
         named.propagate = True
     structlog.configure(
-        processors=[*_SHARED, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
+
+
+def _apply_deferred() -> None:
+    global _deferred
+    with _lock:
+        if _deferred is not None:
+            level, stream = _deferred
+            _deferred = None
+            _configure(level, stream)
+
+
+class _Logger:
+    """A module's structlog logger, made on its first call (`log.info(...)`)."""
+
+    __slots__ = ("_logger", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, method: str) -> Any:
+        if self._logger is None:
+            _apply_deferred()
+            import structlog
+
+            self._logger = structlog.get_logger(self._name)
+        return getattr(self._logger, method)
+
+
+def get_logger(name: str) -> Any:
+    """The logger of module `name` (structlog's, imported on first use)."""
+    return _Logger(name)
 
 
 # Messages that repeat once per event while a condition lasts (the server out

@@ -16,8 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-import structlog
-
 from notarium_search import typed_filters
 from notarium_search.errors import (
     ChannelUnavailable,
@@ -45,7 +43,7 @@ from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import is_damage
-from notarium_search.logsetup import Throttle
+from notarium_search.logsetup import Throttle, get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
 from notarium_search.notes.scan import open_note
 from notarium_search.settings import Settings, valid_space_name
@@ -75,7 +73,7 @@ MAX_LIMIT = 100
 SORTS = ("relevance", "updated", "created")
 QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 

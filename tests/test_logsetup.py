@@ -44,3 +44,27 @@ def test_the_server_limits_are_validated():
         with pytest.raises(ConfigError) as caught:
             load_settings(env={name: value})
         assert str(caught.value).startswith(message)
+
+
+def test_a_command_that_logs_nothing_never_imports_structlog_and_one_that_does_logs_json(tmp_path):
+    """structlog (with asyncio, rich, attrs, pygments: ~80 ms) is imported on
+    the first line logged; a deferred configuration is applied then."""
+    import json
+    import subprocess
+    import sys
+
+    script = """
+import io, json, sys
+from notarium_search.logsetup import configure_logging, get_logger
+stream = io.StringIO()
+configure_logging("warning", stream, on_first_use=True)
+import notarium_search.cli.searching, notarium_search.index.space, notarium_search.service
+before = "structlog" in sys.modules
+get_logger("notarium_search.test").warning("first_line", answer=42)
+print(json.dumps({"before": before, "after": "structlog" in sys.modules, "logged": stream.getvalue()}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert (result["before"], result["after"]) == (False, True)
+    line = json.loads(result["logged"])
+    assert (line["event"], line["answer"], line["level"]) == ("first_line", 42, "warning")

@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Annotated, Any, Literal, cast
 
 import anyio
-import structlog
 from litestar import Litestar, get, post
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
@@ -43,12 +42,13 @@ from notarium_search.bodies import (
 )
 from notarium_search.errors import InvalidParameter, NotariumError
 from notarium_search.index.status import BUILDING_MESSAGE
+from notarium_search.logsetup import get_logger
 from notarium_search.mcp.route import McpRoute
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
 from notarium_search.types import FeedFilter, SpaceStatus
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 SpaceName = Annotated[str, PathParameter(description="Space name (GET /spaces lists them)")]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import structlog
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import ResponseSpec
@@ -17,8 +16,9 @@ from litestar.openapi import ResponseSpec
 from notarium_search.api.asgi import App, Message, Receive, Scope, Send
 from notarium_search.bodies import ErrorBody
 from notarium_search.errors import NotariumError
+from notarium_search.logsetup import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _CODES = {
     400: "invalid_parameter",

@@ -37,9 +37,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
-from notarium_search.logsetup import FloodFilter
+from notarium_search.logsetup import FloodFilter, get_logger
 from notarium_search.settings import Settings
 
 # Descriptors kept out of the connection bound: the indexes' segment files,
@@ -49,7 +47,7 @@ LISTEN_BACKLOG_MAX = 4096
 RESPAWN_DELAY_SECONDS = 1.0
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def raise_descriptor_limit() -> int:

@@ -25,7 +25,7 @@ def search_command(settings: Settings, args: argparse.Namespace) -> int:
     from notarium_search.storage.faults import StorageFault
     from notarium_search.types import FeedFilter
 
-    configure_logging("error", sys.stderr)
+    configure_logging("error", sys.stderr, on_first_use=True)  # structlog only if something logs
     if settings.space_config(args.space) is None:
         return unknown_space(settings, args.space)
     try:

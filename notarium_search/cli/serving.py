@@ -9,14 +9,12 @@ import socket
 import sys
 from typing import Any
 
-import structlog
-
 from notarium_search.cli import EXIT_SETUP
 from notarium_search.cli.indexing import NO_SPACE, index_folders_writable
-from notarium_search.logsetup import configure_logging
+from notarium_search.logsetup import configure_logging, get_logger
 from notarium_search.settings import Settings, log_ignored_folders
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def serve_command(settings: Settings, _: argparse.Namespace) -> int:

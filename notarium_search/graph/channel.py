@@ -13,16 +13,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-import structlog
-
 from notarium_search.graph.links import LinkGraph, NoteLinks, explain, rank_neighbours
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
+from notarium_search.logsetup import get_logger
 from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Snippet
 
 CHANNEL = "graph"
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class GraphChannel:

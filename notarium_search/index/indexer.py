@@ -17,11 +17,10 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-import structlog
-
 from notarium_search.index.manifest import Entry, Manifest
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
+from notarium_search.logsetup import get_logger
 from notarium_search.notes.collection import CollectionRules
 from notarium_search.notes.parse import NotANote, decode_note, parse_note
 from notarium_search.notes.scan import (
@@ -46,7 +45,7 @@ PASS_STOPPERS = (IndexLocked, StorageFault, IndexFolderMissing)
 FIRST_COMMIT_SECONDS = 2.0
 MAX_COMMIT_SECONDS = 60.0
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def index_fingerprint(config: SpaceConfig, settings: Settings) -> str:

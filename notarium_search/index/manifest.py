@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
-import structlog
 
+from notarium_search.logsetup import get_logger
 from notarium_search.storage.atomic import fsync_directory, write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class Entry(msgspec.Struct, array_like=True):

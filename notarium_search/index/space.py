@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TextIO
 
-import structlog
-
 from notarium_search.graph.channel import GraphChannel
 from notarium_search.index import editor_link
 from notarium_search.index.folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
@@ -27,6 +25,7 @@ from notarium_search.index.writer import Job, Writer
 from notarium_search.lexical import search as lexical_search
 from notarium_search.lexical.channel import LexicalChannel
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
+from notarium_search.logsetup import get_logger
 from notarium_search.notes.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from notarium_search.semantic.channel import SemanticChannel
     from notarium_search.semantic.embedding import Embedder
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class NotIndexed(RuntimeError):

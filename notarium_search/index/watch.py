@@ -20,8 +20,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import structlog
 from watchfiles import DefaultFilter, watch
+
+from notarium_search.logsetup import get_logger
 
 # Longest wait for a burst to go quiet: a sync client writing for a minute
 # still gets its changes applied every few seconds.
@@ -31,7 +32,7 @@ STOP_CHECK_MS = 500
 # How often a watcher whose folder went away (deleted, unmounted) looks for it.
 FOLDER_BACK_CHECK_SECONDS = 1.0
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class _NoteFilter(DefaultFilter):

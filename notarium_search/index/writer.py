@@ -9,14 +9,14 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 
-import structlog
+from notarium_search.logsetup import get_logger
 
 RETRY_FIRST_SECONDS = 5.0  # after a failed pass; doubled after each failure
 RETRY_MAX_SECONDS = 300.0
 
 Job = Callable[[], object]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class Writer:

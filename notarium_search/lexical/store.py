@@ -12,18 +12,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
-import structlog
 import tantivy
 
 from notarium_search.lexical.analysis import Analyzers, analyzers, register_analyzers
 from notarium_search.lexical.schema import build_schema, to_document
+from notarium_search.logsetup import get_logger
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault, describe, is_lock_busy, is_passing
 from notarium_search.types import ParsedNote
 
 WRITER_HEAP_BYTES = 64_000_000  # Tantivy's per-writer buffer; 1 thread keeps RSS low
 WRITER_THREADS = 1
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class IndexLocked(RuntimeError):

@@ -16,13 +16,13 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-import structlog
 from anyio.abc import TaskGroup, TaskStatus
 from litestar import Litestar, asgi
 from litestar.exceptions import MethodNotAllowedException, ServiceUnavailableException
 from litestar.handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 
+from notarium_search.logsetup import get_logger
 from notarium_search.service import Service
 from notarium_search.settings import Settings
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 MCP_PATH = "/mcp"
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class McpRoute:

@@ -16,7 +16,6 @@ from typing import Annotated, Any, Literal, Self
 
 import anyio
 import mcp_types
-import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
@@ -31,6 +30,7 @@ from pydantic_core import ErrorDetails
 
 from notarium_search import __version__
 from notarium_search.errors import NotariumError
+from notarium_search.logsetup import get_logger
 from notarium_search.mcp.outputs import (
     ActivationsOutput,
     FrontmatterOutput,
@@ -57,7 +57,7 @@ SHOWN_LINE_CHARS = 20  # of a malformed stdin line, in the log: never more, it m
 # Every tool only reads the notes: clients may call them without asking the user.
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 SEARCH_NOTES = """Search the notes by words and, when the semantic channel is on, by meaning (the two rankings fused).
 Returns the best notes first: id, title, path, score, 1-3 snippets with the matched words in **bold**, and which

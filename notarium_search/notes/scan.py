@@ -20,8 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import BinaryIO
 
-import structlog
-
+from notarium_search.logsetup import get_logger
 from notarium_search.storage.faults import describe, stop_if_short
 from notarium_search.types import SourceFile
 
@@ -32,7 +31,7 @@ MAX_FOLDER_DEPTH = 128
 # A name that is gone between the listing and the stat: the note is deleted.
 _GONE_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR})
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class SpaceUnavailable(RuntimeError):

@@ -15,11 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import structlog
-
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
+from notarium_search.logsetup import get_logger
 from notarium_search.semantic import search as semantic_search
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
@@ -31,7 +30,7 @@ SLICE_FRAGMENTS = 64  # embedded between two looks at the writer's queue (~2 s o
 # piece, and the first edit after a start waited behind it).
 PLAN_SLICE_NOTES = 1_000
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(slots=True)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
-import structlog
 
+from notarium_search.logsetup import get_logger
 from notarium_search.semantic.chunking import CHUNKING_FINGERPRINT, chunk_note
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
@@ -38,7 +38,7 @@ CHECKPOINT_FRAGMENTS = 512  # a crash loses at most this much embedding work (~1
 CHECKPOINT_SECONDS = 60.0
 COMPACT_CHECK_EVERY = 4  # checkpoints between tombstone checks
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class Record(msgspec.Struct, array_like=True, frozen=True):

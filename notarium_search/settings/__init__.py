@@ -20,9 +20,9 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
-import structlog
 from msgspec import Meta
 
+from notarium_search.logsetup import get_logger
 from notarium_search.settings.declared import (
     CHUNKING_MODES,
     DEFAULT_EXCLUDE,
@@ -76,7 +76,7 @@ __all__ = [
 
 _Table = TypeVar("_Table", RankingConfig, FusionConfig)
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
