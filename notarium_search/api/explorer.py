@@ -29,31 +29,17 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, OpenAPIRenderPlugin, YamlRenderPlugin
 
 from notarium_search.api.access import PUBLIC
+from notarium_search.api.web import content_security_policy, page_headers
 
 SCHEMA_PATH = "/schema"
 # The page's paths under /schema: its root, and Litestar's usual path for Swagger UI.
 EXPLORER_PATHS = ("/", "/swagger")
 
-CONTENT_SECURITY_POLICY = "; ".join(
-    (
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self'",
-        # Swagger UI's style sheet draws its icons as data: images; images cannot run anything.
-        "img-src 'self' data:",
-        # The OpenAPI document, and the requests sent by "Try it out": this service only.
-        "connect-src 'self'",
-        "base-uri 'none'",
-        "form-action 'none'",
-        "frame-ancestors 'none'",
-    )
-)
-HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
+# The page's policy, plus the data: images Swagger UI's style sheet draws its
+# icons with (images cannot run anything); connect-src 'self' keeps "Try it
+# out" on this service.
+CONTENT_SECURITY_POLICY = content_security_policy(img_src="'self' data:")
+HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 
 # Swagger UI's files, at a path naming the version of the package that ships
 # them: a new version is a new address, so a browser may keep them for good.
