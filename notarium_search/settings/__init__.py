@@ -82,7 +82,16 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-_MODEL_KEYS = {"name", "dim", "max_tokens", "pooling", "normalize", "query_prefix", "passage_prefix"}
+_MODEL_KEYS = {
+    "name",
+    "dim",
+    "max_tokens",
+    "pooling",
+    "normalize",
+    "query_prefix",
+    "passage_prefix",
+    "relevance_margin",
+}
 
 
 @dataclass(frozen=True, slots=True)
