@@ -72,6 +72,10 @@ if TYPE_CHECKING:
 MAX_LIMIT = 100
 SORTS = ("relevance", "updated", "created")
 QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
+# An embedding server down at start is asked again after this, doubling up to
+# the max: the writer's retry intervals for a failed pass (index/writer.py).
+MODEL_RETRY_FIRST_SECONDS = 5.0
+MODEL_RETRY_MAX_SECONDS = 300.0
 
 log = get_logger(__name__)
 P = ParamSpec("P")
@@ -133,6 +137,9 @@ class Service:
         # Query embeddings run here, so that a deadline can cut them off.
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_EMBED_WORKERS, thread_name_prefix="query-embed")
         self.memory = MemoryTrimmer()
+        self._stopping = threading.Event()
+        self._model_retry: threading.Timer | None = None
+        self._model_retry_seconds = MODEL_RETRY_FIRST_SECONDS
 
     def start(self) -> None:
         self.memory.start()
@@ -143,20 +150,35 @@ class Service:
 
     def load_model(self) -> None:
         """Load the embedding model (off the request path) and hand it to every
-        space; or tell them why the semantic channel is unavailable."""
+        space; or tell them why the semantic channel is unavailable. A server
+        that cannot answer yet (EmbedderUnreachable) is asked again by itself,
+        at growing intervals: the build starts once it is up, without a restart."""
         try:
             embedder = load_configured_embedder(self.settings)
         except Exception as exc:  # noqa: BLE001 - any failure: lexical keeps serving, status says why
-            reason = str(exc) if type(exc).__name__ == "EmbedderUnavailable" else f"model failed to load: {exc}"
+            reason = str(exc) if _is_embedder_error(exc) else f"model failed to load: {exc}"
+            if type(exc).__name__ == "EmbedderUnreachable" and not self._stopping.is_set():
+                delay = self._model_retry_seconds
+                self._model_retry_seconds = min(delay * 2, MODEL_RETRY_MAX_SECONDS)
+                reason = f"{reason}; retrying in {delay:g} s"
+                self._model_retry = threading.Timer(delay, self.load_model)
+                self._model_retry.daemon = True
+                self._model_retry.start()
             log.warning("semantic_unavailable", reason=reason)
             for space in self.spaces.values():
                 space.semantic_unavailable(reason)
             return
+        if self._stopping.is_set():
+            return
+        self._model_retry_seconds = MODEL_RETRY_FIRST_SECONDS
         self.embedder = embedder
         for space in self.spaces.values():
             space.attach_embedder(embedder)
 
     def stop(self) -> None:
+        self._stopping.set()
+        if self._model_retry is not None:
+            self._model_retry.cancel()
         self.memory.stop()
         # Every space is asked first, then waited for: a stop takes the slowest
         # space's time, not the sum (a watcher looks every 0.5 s). SIGTERM to
@@ -286,7 +308,8 @@ class Service:
             degraded["semantic"] = f"query embedding took longer than {timeout_ms} ms"
         except Exception as exc:  # noqa: BLE001 - a model failure on one query must not fail the search
             log.warning("query_embedding_failed", error=str(exc))
-            degraded["semantic"] = f"query embedding failed: {type(exc).__name__}"
+            why = str(exc) if _is_embedder_error(exc) else type(exc).__name__
+            degraded["semantic"] = f"query embedding failed: {why}"
         return None
 
     @guarded
@@ -372,11 +395,17 @@ class Service:
 
 
 def load_configured_embedder(settings: Settings) -> Embedder:
+    """The local pack of NOTARIUM_MODEL_DIR, or the server of NOTARIUM_EMBED_URL
+    (with both, passages from the server and queries from the pack, once their
+    vectors are checked to agree: semantic/remote.py)."""
     from notarium_search.semantic.embedding import EmbedderUnavailable, load_embedder
 
+    if settings.embed_url is not None:
+        return _load_remote(settings)
     if settings.model_dir is None:
         raise EmbedderUnavailable(
-            "no model configured: set NOTARIUM_MODEL_DIR to a local model folder (docs/models.md)"
+            "no model configured: set NOTARIUM_MODEL_DIR to a local model folder, or NOTARIUM_EMBED_URL to an"
+            " embedding server (docs/models.md)"
         )
     return load_embedder(
         settings.model_dir,
@@ -384,6 +413,49 @@ def load_configured_embedder(settings: Settings) -> Embedder:
         bulk_threads=settings.embed_threads,
         batch_size=settings.embed_batch_size,
     )
+
+
+def _load_remote(settings: Settings) -> Embedder:
+    from notarium_search.semantic.embedding import EmbedderUnavailable, load_embedder, read_model_config
+    from notarium_search.semantic.remote import (
+        REMOTE_POOLING,
+        SplitEmbedder,
+        check_agreement,
+        load_remote_embedder,
+        remote_config,
+    )
+
+    assert settings.embed_url is not None
+    local = read_model_config(settings.model_dir, settings.model) if settings.model_dir is not None else None
+    model = settings.embed_model or str(settings.model.get("name") or "")
+    if not model:
+        raise EmbedderUnavailable("embed_url is set but no model name: set NOTARIUM_EMBED_MODEL (or name in [model])")
+    config = replace(local, pooling=REMOTE_POOLING) if local is not None else remote_config(settings.model, model)
+    remote = load_remote_embedder(
+        settings.embed_url,
+        config,
+        model,
+        token=settings.embed_token,
+        batch_size=settings.embed_url_batch,
+        concurrency=settings.embed_url_concurrency,
+        timeout=settings.embed_url_timeout,
+    )
+    if settings.model_dir is None:
+        return remote
+    try:
+        # One thread: the pack embeds queries only, the bulk is the server's.
+        queries = load_embedder(
+            settings.model_dir, settings.model, bulk_threads=1, batch_size=settings.embed_batch_size
+        )
+        check_agreement(remote, queries)
+    except Exception:
+        remote.close()
+        raise
+    return SplitEmbedder(remote, queries)
+
+
+def _is_embedder_error(exc: BaseException) -> bool:
+    return any(kind.__name__ == "EmbedderUnavailable" for kind in type(exc).__mro__)
 
 
 def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:

@@ -96,6 +96,8 @@ class Space:
 
             self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
         self.writer = Writer(self.name, self._idle_work)
+        if self.semantic is not None:
+            self.semantic.wake = self.writer.put  # a paused build resumes on the writer thread
         self._repair_queued = threading.Event()
         self.repaired: str | None = None  # the last repair of the lexical index, for status
         self.watcher: SpaceWatcher | None = None
@@ -138,18 +140,21 @@ class Space:
 
     def attach_embedder(self, embedder: Embedder) -> None:
         """The model is loaded: build or open the vectors (on the writer thread;
-        again later when their files could not be read for a passing reason)."""
+        again later when their files could not be read for a passing reason,
+        or the embedding server failed on the reference passages)."""
         if self.semantic is not None:
             semantic = self.semantic
 
             def attach() -> None:
+                from notarium_search.semantic.embedding import EmbedderUnavailable
+
                 try:
                     semantic.attach(embedder, in_slices=True)
-                except StorageFault as exc:
-                    log.error(
-                        "semantic_open_failed", space=self.name, error=str(exc), retry_seconds=self.writer.retry_seconds
-                    )
-                    self.writer.later(lambda: self.writer.put(attach))
+                except (StorageFault, EmbedderUnavailable) as exc:
+                    delay = self.writer.later(lambda: self.writer.put(attach))
+                    log.error("semantic_open_failed", space=self.name, error=str(exc), retry_seconds=delay)
+                    if isinstance(exc, EmbedderUnavailable):
+                        semantic.unavailable = f"{exc}; retrying in {delay:g} s"
 
             self.writer.put(attach)
 

@@ -10,8 +10,9 @@ slices, so that lexical updates never wait for a long embedding build.
 from __future__ import annotations
 
 import itertools
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic import search as semantic_search
-from notarium_search.semantic.embedding import Embedder
+from notarium_search.semantic.embedding import Embedder, EmbedderUnavailable
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Echo, Snippet
 
@@ -29,6 +30,11 @@ SLICE_FRAGMENTS = 64  # embedded between two looks at the writer's queue (~2 s o
 # the model arrives (~60 µs a note: a 50,000-note plan took 2.8-3.4 s in one
 # piece, and the first edit after a start waited behind it).
 PLAN_SLICE_NOTES = 1_000
+# A build whose embedder fails (an embedding server down, semantic/remote.py)
+# pauses, and is tried again after this, doubling up to the max: the writer's
+# retry intervals for a failed pass (index/writer.py).
+PAUSE_FIRST_SECONDS = 5.0
+PAUSE_MAX_SECONDS = 300.0
 
 log = get_logger(__name__)
 
@@ -55,6 +61,12 @@ class SemanticChannel:
         self.unavailable: str | None = None
         self._build_started = time.monotonic()
         self._replan: _Replan | None = None
+        self.paused: str | None = None
+        """Why the build waits (its embedder failed), with when it tries again; None: not paused."""
+        self._pause_seconds = PAUSE_FIRST_SECONDS
+        self.wake: Callable[[Callable[[], None]], None] | None = None
+        """Runs a job on the writer thread (the space sets it): how a pause
+        ends by itself. Without it (the CLI) a pause ends the build."""
 
     # -- writer thread -----------------------------------------------------
 
@@ -62,6 +74,7 @@ class SemanticChannel:
         """Open (or rebuild) the vector index, then plan every note's fragments:
         now, or (`in_slices`, the service) in `work_slice` calls."""
         self.index = SemanticIndex(self.directory, embedder)
+        self.unavailable = None
         if embedder.config.relevance_margin is None:
             log.warning(
                 "semantic_without_floor",
@@ -121,7 +134,7 @@ class SemanticChannel:
 
     @property
     def has_work(self) -> bool:
-        return self.index is not None and (self._replan is not None or self.index.has_pending)
+        return self.index is not None and self.paused is None and (self._replan is not None or self.index.has_pending)
 
     def work_slice(self) -> None:
         """Edits' fragments first, then a slice of the plan while there is one
@@ -130,8 +143,35 @@ class SemanticChannel:
         if self._replan is not None and not self.index.has_first_pending:
             self._plan_slice()
             return
-        if self.index.embed_pending(SLICE_FRAGMENTS) and not self.index.has_pending:
+        # An embedding server is handed what its requests in flight take at once
+        # (semantic/remote.py): a failure then loses at most one round of requests.
+        budget = getattr(self.index.embedder, "bulk_fragments", SLICE_FRAGMENTS)
+        try:
+            embedded = self.index.embed_pending(budget)
+        except EmbedderUnavailable as exc:
+            self._pause(str(exc))
+            return
+        self._pause_seconds = PAUSE_FIRST_SECONDS
+        if embedded and not self.index.has_pending:
             log.info("semantic_ready", space=self.space_name, vectors=self.index.size())
+
+    def _pause(self, reason: str) -> None:
+        """The embedder failed: keep what is embedded (a checkpoint), stop
+        asking it, and try again later on the writer thread (`wake`)."""
+        assert self.index is not None
+        self.index.checkpoint()
+        delay, self._pause_seconds = self._pause_seconds, min(self._pause_seconds * 2, PAUSE_MAX_SECONDS)
+        self.paused = f"embedding paused: {reason}" + (f"; retrying in {delay:g} s" if self.wake else "")
+        log.warning("semantic_paused", space=self.space_name, reason=reason, retry_seconds=delay)
+        wake = self.wake
+        if wake is not None:
+            timer = threading.Timer(delay, wake, args=(self.resume,))
+            timer.daemon = True
+            timer.start()
+
+    def resume(self) -> None:
+        """End a pause: the next idle moment of the writer embeds again."""
+        self.paused = None
 
     # -- readers -----------------------------------------------------------
 
@@ -150,7 +190,8 @@ class SemanticChannel:
             return "model loading"
         progress = self.index.progress
         done = progress.embedded
-        return f"index building: {done}/{done + progress.pending} fragments embedded"
+        building = f"index building: {done}/{done + progress.pending} fragments embedded"
+        return f"{building}; {self.paused}" if self.paused else building
 
     def status(self) -> ChannelStatus:
         if self.unavailable:
@@ -169,7 +210,7 @@ class SemanticChannel:
         eta = progress.pending / rate if rate > 0 else None
         return ChannelStatus(
             ChannelState.BUILDING,
-            self.index.repaired,
+            self.paused or self.index.repaired,
             embedded=progress.embedded,
             total=total,
             per_second=round(rate, 1),

@@ -91,6 +91,12 @@ class EmbedderUnavailable(RuntimeError):
     """The model cannot be used; `str(exc)` is a precise, user-facing reason."""
 
 
+class EmbedderUnreachable(EmbedderUnavailable):
+    """The model is served by another process that cannot answer right now
+    (down, overloaded, timing out): worth trying again later, unlike a
+    configuration error (semantic/remote.py)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
     """How to use one model pack: model.json merged with configured overrides."""
@@ -180,6 +186,11 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise EmbedderUnavailable(f"{path} must hold a JSON object")
     return raw
+
+
+def config_from(values: Mapping[str, object], default_name: str) -> ModelConfig:
+    """A ModelConfig from merged settings (`pooling` and `dim` required), checked."""
+    return _config_from(values, default_name)
 
 
 def _config_from(values: Mapping[str, object], default_name: str) -> ModelConfig:

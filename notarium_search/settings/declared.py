@@ -232,6 +232,24 @@ class Settings:
     query_embed_timeout_ms: Annotated[int, Env("NOTARIUM_QUERY_EMBED_TIMEOUT_MS"), Meta(ge=1)] = 300
     """Deadline of a query's embedding; past it
     the query is answered by the other channels and `degraded` says why."""
+    embed_url: Annotated[str | None, Env("NOTARIUM_EMBED_URL"), ReadWith(_url)] = None
+    """OpenAI-compatible embeddings endpoint of an
+    inference server (`http://gpu:8080/v1/embeddings`) that embeds the notes
+    instead of the local model."""
+    embed_model: Annotated[str | None, Env("NOTARIUM_EMBED_MODEL"), ReadWith(_text_or_none)] = None
+    """Model name sent to `embed_url` (its
+    requests' `model`); default: the [model] table's `name`."""
+    embed_token: Annotated[str | None, Env("NOTARIUM_EMBED_TOKEN"), ReadWith(_text_or_none)] = None
+    """Sent to `embed_url` as `Authorization:
+    Bearer <token>`; best set in the environment."""
+    embed_url_batch: Annotated[int, Env("NOTARIUM_EMBED_URL_BATCH"), Meta(ge=1, le=2048)] = 32
+    """Fragments per request to `embed_url`."""
+    embed_url_concurrency: Annotated[int, Env("NOTARIUM_EMBED_URL_CONCURRENCY"), Meta(ge=1, le=64)] = 4
+    """Requests to `embed_url` in flight at
+    once while a space builds."""
+    embed_url_timeout: Annotated[float, Env("NOTARIUM_EMBED_URL_TIMEOUT"), Meta(gt=0, le=3600)] = 60.0
+    """Seconds a request to `embed_url` may take
+    before it is tried again."""
     model: dict[str, object] = field(default_factory=dict)
     """[model] table: overrides of model.json (dim, pooling, normalize,
     query_prefix, passage_prefix, max_tokens, name), or all of it when the
@@ -323,6 +341,17 @@ def _token(value: Any) -> str | None:
     if token and len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(f"must be at least {MIN_TOKEN_CHARS} characters")
     return token or None
+
+
+def _text_or_none(value: Any) -> str | None:
+    return converted(value, str, strict=True).strip() or None
+
+
+def _url(value: Any) -> str | None:
+    url = converted(value, str, strict=True).strip()
+    if url and not re.match(r"https?://[^/\s]+", url):
+        raise ConfigError(f"must be an http:// or https:// URL, got {url!r}")
+    return url or None
 
 
 def _origins(value: Any) -> tuple[str, ...]:
