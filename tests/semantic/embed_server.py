@@ -22,9 +22,11 @@ from notarium_search.semantic.embedding import load_embedder
 
 
 class EmbedServer:
-    def __init__(self, model_dir: Path, model: str = "sentence-transformers/all-MiniLM-L6-v2") -> None:
+    def __init__(
+        self, model_dir: Path, model: str = "sentence-transformers/all-MiniLM-L6-v2", threads: int = 1
+    ) -> None:
         # The server embeds what it is sent: the client adds the prefixes.
-        self.embedder = load_embedder(model_dir, {"query_prefix": "", "passage_prefix": ""}, bulk_threads=1)
+        self.embedder = load_embedder(model_dir, {"query_prefix": "", "passage_prefix": ""}, bulk_threads=threads)
         self.model = model
         self.token: str | None = None
         self.batches: list[int] = []
