@@ -98,7 +98,7 @@ def index_folders_writable(settings: Settings, spaces: Iterable[SpaceConfig]) ->
 def _embedder(space: Any, settings: Settings) -> Any:
     """The configured model for a space with VECTOR_SEARCH, or None (the
     space's status then says why the semantic channel is unavailable)."""
-    from notarium_search.service import load_configured_embedder
+    from notarium_search.semantic.loading import load_configured_embedder
 
     if space.semantic is None:
         return None

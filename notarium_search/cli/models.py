@@ -36,7 +36,7 @@ def _models_check(settings: Settings, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from notarium_search.semantic.embedding import EmbedderUnavailable
-    from notarium_search.service import load_configured_embedder
+    from notarium_search.semantic.loading import load_configured_embedder
 
     pack = Path(args.pack) if args.pack else settings.model_dir
     if pack is None:

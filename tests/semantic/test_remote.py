@@ -15,9 +15,10 @@ import pytest
 from notarium_search.semantic import channel as channel_module
 from notarium_search.semantic import remote
 from notarium_search.semantic.embedding import EmbedderUnavailable, EmbedderUnreachable, load_embedder
+from notarium_search.semantic.loading import load_configured_embedder
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
 from notarium_search.semantic.remote import RemoteEmbedder, load_remote_embedder, remote_config
-from notarium_search.service import Service, load_configured_embedder
+from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
 from notarium_search.types import ChannelState, FeedFilter
 from tests.conftest import Vault, eventually, models_dir
