@@ -165,6 +165,10 @@ def test_status_shows_each_channel_and_vectors_not_all_embedded(vault: Vault, tm
     )
     (row,) = json.loads(run(["status", "--json"], vault, tmp_path, VECTOR_SEARCH="1").stdout)["spaces"]
     assert row["semantic"]["state"] == "unavailable"
+    server = {"VECTOR_SEARCH": "1", "NOTARIUM_EMBED_URL": "http://127.0.0.1:9", "NOTARIUM_EMBED_MODEL": "m"}
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path, **server).stdout)["spaces"]
+    assert (row["semantic"]["state"], row["semantic"]["embedded"], row["semantic"]["total"]) == ("partial", 6, 9)
+    assert row["semantic"]["reason"].startswith("vectors from the embedding server (NOTARIUM_EMBED_URL)")
 
 
 def test_folders_that_are_not_spaces_are_reported(vault: Vault, tmp_path: Path):

@@ -178,6 +178,8 @@ def _model_fingerprint(settings: Settings) -> str | None:
     """The configured pack's fingerprint, or why there is none (a str starting "!")."""
     if not settings.vector_search:
         return None
+    if settings.embed_url is not None:
+        return REMOTE
     if settings.model_dir is None:
         return "!no model configured (NOTARIUM_MODEL_DIR)"
     try:
@@ -259,9 +261,17 @@ def _semantic_status(space: Any, fingerprint: str | None) -> dict[str, Any]:
     from notarium_search.semantic.index import count_embedded
 
     notes = (payload.to_note() for payload in lexical.all_payloads(space.lexical))
-    count = count_embedded(space.directory / "vectors", fingerprint, notes)
+    remote = fingerprint == REMOTE
+    count = count_embedded(space.directory / "vectors", None if remote else fingerprint, notes)
     state = "complete" if count.embedded == count.total else "partial"
-    return {"state": state, "embedded": count.embedded, "total": count.total, "reason": count.stale}
+    reason = REMOTE_CAVEAT if remote else count.stale
+    return {"state": state, "embedded": count.embedded, "total": count.total, "reason": reason}
+
+
+# With NOTARIUM_EMBED_URL the model's identity is the server's answer: status
+# does not call the server, so it counts the saved vectors whatever made them.
+REMOTE = "remote"
+REMOTE_CAVEAT = "vectors from the embedding server (NOTARIUM_EMBED_URL), its model not checked here: see /status"
 
 
 def _graph_status(space: Any) -> dict[str, Any]:

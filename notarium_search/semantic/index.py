@@ -75,10 +75,11 @@ class EmbeddedCount:
     stale: str | None = None  # why none counts (vectors of another model or chunking), else None
 
 
-def count_embedded(directory: Path, model_fingerprint: str, notes: Iterable[ParsedNote]) -> EmbeddedCount:
+def count_embedded(directory: Path, model_fingerprint: str | None, notes: Iterable[ParsedNote]) -> EmbeddedCount:
     """Read-only, from the saved manifest and the notes (no model loaded): the
     fragments `plan` would want for `notes`, and how many of them the saved
-    vectors hold. What `notarium-search status` shows beside a service."""
+    vectors hold. What `notarium-search status` shows beside a service.
+    `model_fingerprint` None: the vectors are counted whatever model made them."""
     try:
         manifest = msgspec.json.decode((directory / "vectors.json").read_bytes(), type=_Manifest)
     except FileNotFoundError:
@@ -87,7 +88,7 @@ def count_embedded(directory: Path, model_fingerprint: str, notes: Iterable[Pars
         return _count(notes, {}, f"vector manifest unreadable ({exc}): rebuilt by the service")
     if manifest is None:
         return _count(notes, {}, None)
-    if manifest.fingerprint != f"{model_fingerprint}-{CHUNKING_FINGERPRINT}":
+    if model_fingerprint is not None and manifest.fingerprint != f"{model_fingerprint}-{CHUNKING_FINGERPRINT}":
         return _count(notes, {}, "vectors made with another model or chunking: every fragment is embedded again")
     return _count(notes, manifest.notes, None)
 
