@@ -477,7 +477,7 @@ class OnnxEmbedder:
         hidden = self._session.run([self._output], feeds)[0]
         pooled = _mean_pool(hidden, mask) if self.config.pooling == "mean" else hidden[:, 0, :]
         vectors = np.ascontiguousarray(pooled, dtype=np.float32)
-        return _l2_normalise(vectors) if self.config.normalize else vectors
+        return l2_normalise(vectors) if self.config.normalize else vectors
 
 
 _Feed = Callable[["Ids", "Ids"], "Ids"]
@@ -519,7 +519,7 @@ def _mean_pool(hidden: Vectors, mask: Ids) -> Vectors:
     return pooled
 
 
-def _l2_normalise(vectors: Vectors) -> Vectors:
+def l2_normalise(vectors: Vectors) -> Vectors:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     # An all-zero row stays zero instead of becoming NaN.
     normalised: Vectors = vectors / np.maximum(norms, np.finfo(np.float32).tiny)

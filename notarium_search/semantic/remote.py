@@ -40,8 +40,8 @@ from notarium_search.semantic.embedding import (
     EmbedderUnreachable,
     ModelConfig,
     config_from,
+    l2_normalise,
 )
-from notarium_search.semantic.embedding import _l2_normalise as l2_normalise
 
 if TYPE_CHECKING:
     from notarium_search.semantic.embedding import Vectors
