@@ -19,7 +19,7 @@ from notarium_search.notes import location
 from notarium_search.notes.parse import flatten_meta
 from notarium_search.types import NoteSummary, ParsedNote, WikiLink
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Tantivy stores a date as i64 nanoseconds since the epoch and refuses any
 # other (a document, or a range query bound): a note dated 1515 is indexed as
