@@ -47,6 +47,7 @@ from notarium_search.logsetup import Throttle, get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
 from notarium_search.notes.scan import open_note
 from notarium_search.settings import Settings, valid_space_name
+from notarium_search.storage.backoff import Backoff
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 from notarium_search.types import (
     Channel,
@@ -138,8 +139,7 @@ class Service:
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_EMBED_WORKERS, thread_name_prefix="query-embed")
         self.memory = MemoryTrimmer()
         self._stopping = threading.Event()
-        self._model_retry: threading.Timer | None = None
-        self._model_retry_seconds = MODEL_RETRY_FIRST_SECONDS
+        self._model_retries = Backoff(MODEL_RETRY_FIRST_SECONDS, MODEL_RETRY_MAX_SECONDS)
 
     def start(self) -> None:
         self.memory.start()
@@ -160,27 +160,22 @@ class Service:
         except Exception as exc:  # noqa: BLE001 - any failure: lexical keeps serving, status says why
             reason = str(exc) if _is_embedder_error(exc) else f"model failed to load: {exc}"
             if type(exc).__name__ == "EmbedderUnreachable" and not self._stopping.is_set():
-                delay = self._model_retry_seconds
-                self._model_retry_seconds = min(delay * 2, MODEL_RETRY_MAX_SECONDS)
+                delay = self._model_retries.later(self.load_model)
                 reason = f"{reason}; retrying in {delay:g} s"
-                self._model_retry = threading.Timer(delay, self.load_model)
-                self._model_retry.daemon = True
-                self._model_retry.start()
             log.warning("semantic_unavailable", reason=reason)
             for space in self.spaces.values():
                 space.semantic_unavailable(reason)
             return
         if self._stopping.is_set():
             return
-        self._model_retry_seconds = MODEL_RETRY_FIRST_SECONDS
+        self._model_retries.succeeded()
         self.embedder = embedder
         for space in self.spaces.values():
             space.attach_embedder(embedder)
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._model_retry is not None:
-            self._model_retry.cancel()
+        self._model_retries.cancel()
         self.memory.stop()
         # Every space is asked first, then waited for: a stop takes the slowest
         # space's time, not the sum (a watcher looks every 0.5 s). SIGTERM to

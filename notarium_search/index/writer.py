@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from notarium_search.logsetup import get_logger
+from notarium_search.storage.backoff import Backoff
 
 RETRY_FIRST_SECONDS = 5.0  # after a failed pass; doubled after each failure
 RETRY_MAX_SECONDS = 300.0
@@ -31,7 +32,7 @@ class Writer:
         self._pending_lock = threading.Lock()
         self._pending_full_scan = False  # what the queued pass must look at: every file,
         self._pending_paths: set[str] = set()  # or only these
-        self.retry_seconds = RETRY_FIRST_SECONDS
+        self._retries = Backoff(RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"writer-{self.space_name}", daemon=True)
@@ -70,15 +71,11 @@ class Writer:
 
     def later(self, action: Callable[[], None]) -> float:
         """Run `action` after the current retry delay (which then doubles); returns the delay."""
-        delay, self.retry_seconds = self.retry_seconds, min(self.retry_seconds * 2, RETRY_MAX_SECONDS)
-        timer = threading.Timer(delay, action)
-        timer.daemon = True
-        timer.start()
-        return delay
+        return self._retries.later(action)
 
     def succeeded(self) -> None:
         """A pass went through: the next failure is retried soon again."""
-        self.retry_seconds = RETRY_FIRST_SECONDS
+        self._retries.succeeded()
 
     def request_stop(self) -> None:
         self.stop_event.set()

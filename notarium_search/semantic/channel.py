@@ -10,7 +10,6 @@ slices, so that lexical updates never wait for a long embedding build.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from notarium_search.logsetup import get_logger
 from notarium_search.semantic import search as semantic_search
 from notarium_search.semantic.embedding import Embedder, EmbedderUnavailable
 from notarium_search.semantic.index import SemanticIndex
+from notarium_search.storage.backoff import Backoff
 from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Echo, Snippet
 
 SLICE_FRAGMENTS = 64  # embedded between two looks at the writer's queue (~2 s on 2 cores)
@@ -63,7 +63,7 @@ class SemanticChannel:
         self._replan: _Replan | None = None
         self.paused: str | None = None
         """Why the build waits (its embedder failed), with when it tries again; None: not paused."""
-        self._pause_seconds = PAUSE_FIRST_SECONDS
+        self._pauses = Backoff(PAUSE_FIRST_SECONDS, PAUSE_MAX_SECONDS)
         self.wake: Callable[[Callable[[], None]], None] | None = None
         """Runs a job on the writer thread (the space sets it): how a pause
         ends by itself. Without it (the CLI) a pause ends the build."""
@@ -151,7 +151,7 @@ class SemanticChannel:
         except EmbedderUnavailable as exc:
             self._pause(str(exc))
             return
-        self._pause_seconds = PAUSE_FIRST_SECONDS
+        self._pauses.succeeded()
         if embedded and not self.index.has_pending:
             log.info("semantic_ready", space=self.space_name, vectors=self.index.size())
 
@@ -160,14 +160,14 @@ class SemanticChannel:
         asking it, and try again later on the writer thread (`wake`)."""
         assert self.index is not None
         self.index.checkpoint()
-        delay, self._pause_seconds = self._pause_seconds, min(self._pause_seconds * 2, PAUSE_MAX_SECONDS)
-        self.paused = f"embedding paused: {reason}" + (f"; retrying in {delay:g} s" if self.wake else "")
-        log.warning("semantic_paused", space=self.space_name, reason=reason, retry_seconds=delay)
         wake = self.wake
-        if wake is not None:
-            timer = threading.Timer(delay, wake, args=(self.resume,))
-            timer.daemon = True
-            timer.start()
+        if wake is None:  # the CLI: the build ends here
+            self.paused = f"embedding paused: {reason}"
+            log.warning("semantic_paused", space=self.space_name, reason=reason)
+            return
+        delay = self._pauses.later(lambda: wake(self.resume))
+        self.paused = f"embedding paused: {reason}; retrying in {delay:g} s"
+        log.warning("semantic_paused", space=self.space_name, reason=reason, retry_seconds=delay)
 
     def resume(self) -> None:
         """End a pause: the next idle moment of the writer embeds again."""
