@@ -173,7 +173,7 @@ def read_model_config(model_dir: Path, overrides: Mapping[str, object]) -> Model
                 f"model {model_dir}: '{key}' is unknown ({CONFIG_FILE} is missing or lacks it);"
                 " set it in the configuration"
             )
-    return _config_from(merged, model_dir.name)
+    return config_from(merged, model_dir.name)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -190,10 +190,6 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 def config_from(values: Mapping[str, object], default_name: str) -> ModelConfig:
     """A ModelConfig from merged settings (`pooling` and `dim` required), checked."""
-    return _config_from(values, default_name)
-
-
-def _config_from(values: Mapping[str, object], default_name: str) -> ModelConfig:
     pooling = str(values["pooling"]).lower()
     if pooling not in POOLINGS:
         raise EmbedderUnavailable(f"model pooling must be one of {', '.join(POOLINGS)}, got {values['pooling']!r}")
