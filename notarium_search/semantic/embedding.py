@@ -6,7 +6,7 @@ A pack is a directory holding `model.onnx`, `tokenizer.json` and usually
 network (`semantic/download.py` does, and only an explicit command calls it).
 
 Leaf-ish module: imports only the standard library and numpy at import time.
-onnxruntime and tokenizers (the optional `semantic` extra) are imported by
+onnxruntime, tokenizers and sentencepiece (the optional `semantic` extra) are imported by
 `load_embedder`, so importing this module never fails on a lexical-only
 install; a missing package becomes an `EmbedderUnavailable` that says what to
 install.
@@ -29,7 +29,8 @@ except ImportError:  # lexical-only install: load_embedder reports it
 
 if TYPE_CHECKING:
     import numpy.typing as npt
-    from tokenizers import Encoding, Tokenizer
+
+    from notarium_search.semantic.tokenizing import HasIds, TextTokenizer
 
     Vectors = npt.NDArray[np.float32]
     Ids = npt.NDArray[np.int64]
@@ -66,7 +67,6 @@ ATTENTION_BUDGET_TEXTS = 1
 MAX_CHARS_PER_TOKEN = 32
 # Tried in order when tokenizer.json stores no padding: the BERT and the
 # SentencePiece (XLM-R, E5, BGE-M3) spellings.
-PAD_TOKENS = ("[PAD]", "<pad>")
 # 128 bits: a collision-free identity for a handful of models, short enough
 # to store beside every vector index.
 FINGERPRINT_BYTES = 16
@@ -329,31 +329,20 @@ def _open_session(model_path: Path, threads: int) -> Any:
         raise EmbedderUnavailable(f"cannot load {model_path}: {_first_line(exc)}") from exc
 
 
-def _open_tokenizer(path: Path, max_tokens: int) -> Tokenizer:
+def _open_tokenizer(path: Path, max_tokens: int) -> TextTokenizer:
+    """The pack's tokenizer (semantic/tokenizing.py: SentencePiece for the
+    XLM-R family's unigram vocabularies, a sixth of the memory)."""
     try:
-        from tokenizers import Tokenizer
+        import tokenizers  # noqa: F401  (every pack may need it)
     except ImportError as exc:
         raise EmbedderUnavailable(f"tokenizers is not installed ({INSTALL_HINT})") from exc
+    from notarium_search.semantic.tokenizing import open_tokenizer
+
     try:
-        tokenizer = Tokenizer.from_file(str(path))
-    # tokenizers raises a bare Exception for any parse error.
+        return open_tokenizer(path, max_tokens)
+    # tokenizers and sentencepiece raise bare Exceptions for parse errors.
     except Exception as exc:
         raise EmbedderUnavailable(f"cannot parse {path}: {_first_line(exc)}") from exc
-    tokenizer.enable_truncation(max_length=max_tokens)
-    # Batches are padded by OnnxEmbedder to their longest text: the stored
-    # settings of some packs pad every text to a fixed 128 tokens.
-    tokenizer.no_padding()
-    return tokenizer
-
-
-def _pad_token(tokenizer: Tokenizer) -> int:
-    for token in PAD_TOKENS:
-        token_id = tokenizer.token_to_id(token)
-        if token_id is not None:
-            return token_id
-    # Padded positions are masked out of attention and pooling, so any id
-    # gives the same vectors; 0 exists in every vocabulary.
-    return 0
 
 
 def _fingerprint(model_path: Path, tokenizer_path: Path, config: ModelConfig) -> str:
@@ -390,7 +379,7 @@ class OnnxEmbedder:
         self,
         config: ModelConfig,
         session: Any,
-        tokenizer: Tokenizer,
+        tokenizer: TextTokenizer,
         fingerprint: str,
         batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
@@ -401,7 +390,9 @@ class OnnxEmbedder:
         """Texts embedded through embed_passages since load (tests count work)."""
         self._session = session
         self._tokenizer = tokenizer
-        self._pad_id = _pad_token(tokenizer)
+        self.tokenizer_name = tokenizer.name
+        """Which library holds the vocabulary (semantic/tokenizing.py)."""
+        self._pad_id = tokenizer.pad_id()
         self._inputs = _graph_inputs(session)
         self.input_names = tuple(self._inputs)
         """The graph's declared inputs, all of which are fed."""
@@ -458,10 +449,10 @@ class OnnxEmbedder:
     def _embed(self, texts: list[str]) -> Vectors:
         return self._run(self._encode(texts))
 
-    def _encode(self, texts: list[str]) -> list[Encoding]:
+    def _encode(self, texts: list[str]) -> Sequence[HasIds]:
         return self._tokenizer.encode_batch([text[: self._max_chars] for text in texts])
 
-    def _run(self, encodings: Sequence[Encoding]) -> Vectors:
+    def _run(self, encodings: Sequence[HasIds]) -> Vectors:
         """One session run over encodings padded to the longest of them."""
         lengths = [len(e.ids) for e in encodings]
         ids: Ids = np.full((len(encodings), max(lengths)), self._pad_id, dtype=np.int64)
