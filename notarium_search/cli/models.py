@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from notarium_search.cli import EXIT_SETUP, EXIT_USAGE
+from notarium_search.logsetup import configure_logging
 from notarium_search.settings import Settings
 
 # `models check` embeds one query and one passage of it, and prints their cosine.
@@ -17,6 +18,10 @@ UNIT_TOLERANCE = 1e-3  # |1 - norm| of a normalised float32 vector
 
 
 def models_command(settings: Settings, args: argparse.Namespace) -> int:
+    # What the loaders log goes to stderr, warnings and worse only: stdout is
+    # the command's one-line answer (unconfigured, structlog printed every
+    # level there, the tokenizer's route included).
+    configure_logging("warning", sys.stderr, on_first_use=True)
     if args.models_command == "check":
         return _models_check(settings, args)
     if args.models_command == "list":
