@@ -9,6 +9,11 @@ pipeline, then measures:
   `Service.feed`, with a query and with only a tag filter;
 * HTTP latency through a real `python -m notarium_search serve` on the same
   index: one keep-alive client, then 4 concurrent clients (throughput);
+* CPU per query: this process's for `Service.search` (`cpu_us_per_query`),
+  the serving worker's, all its threads, per HTTP request
+  (`server_cpu_us_per_request`, from /proc: Linux only). A figure a busy
+  machine inflates less than latency, yet not free of it: compare runs
+  made at the same load;
 * peak RSS of the server and of this process, index size on disk.
 
     .venv/bin/python bench/perf_lexical.py --notes 10000 --out /tmp/perf.json
@@ -539,15 +544,18 @@ def measure_search(service: Service, queries: list[BenchQuery], plan: Plan, prof
         service.search(SPACE, query.text, FeedFilter(), SEARCH_LIMIT)
     by_kind: dict[str, list[float]] = defaultdict(list)
     empty = 0
+    cpu_started = time.process_time()
     with profiler.phase("search"):
         for query in queries:
             started = time.perf_counter()
             response = service.search(SPACE, query.text, FeedFilter(), SEARCH_LIMIT)
             by_kind[query.kind].append(elapsed_ms(started))
             empty += not response.results
+    cpu_us = (time.process_time() - cpu_started) / len(queries) * 1e6
     every = [ms for samples in by_kind.values() for ms in samples]
     return {
         **summarize(every),
+        "cpu_us_per_query": round(cpu_us),
         "warmup": plan.warmup,
         "empty_results": empty,
         "by_kind": {kind: summarize(samples) for kind, samples in sorted(by_kind.items())},
@@ -644,12 +652,38 @@ class Server:
         found = children.read_text().split() if children.exists() else []
         return int(found[0]) if len(found) == 1 else self.process.pid
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the owner has used so far, all its threads (None off Linux)."""
+        return process_cpu_seconds(self.owner_pid)
+
     def memory(self) -> dict[str, float | None]:
         """The owner's memory; `supervisor_peak_rss_mb` when a supervisor runs it."""
         owner = self.owner_pid
         figures = {key: proc_status_mb(owner, field) for key, field in SERVER_MEMORY_FIELDS.items()}
         supervisor = proc_status_mb(self.process.pid, "VmHWM") if owner != self.process.pid else None
         return {**figures, "supervisor_peak_rss_mb": supervisor}
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process, all its threads (fields 14-15 of
+    /proc/<pid>/stat, after the command name); None off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+CpuClock = Callable[[], float | None]
+"""The server's CPU seconds so far (Server.cpu_seconds), for CPU per request."""
+
+
+def cpu_us_per_request(clock: CpuClock | None, started: float | None, requests: int) -> dict[str, Any]:
+    """`server_cpu_us_per_request` since `started` (a reading of `clock`), or nothing without a clock."""
+    ended = clock() if clock is not None else None
+    if started is None or ended is None or not requests:
+        return {}
+    return {"server_cpu_us_per_request": round((ended - started) / requests * 1e6)}
 
 
 ReadyCheck = Callable[[int], bool]
@@ -745,7 +779,7 @@ def _tail(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
 
 
-def measure_http_single(port: int, paths: list[str]) -> dict[str, Any]:
+def measure_http_single(port: int, paths: list[str], cpu: CpuClock | None = None) -> dict[str, Any]:
     client = Client(port)
     statuses: Counter[int] = Counter()
     samples = []
@@ -753,18 +787,22 @@ def measure_http_single(port: int, paths: list[str]) -> dict[str, Any]:
     try:
         for path in paths[:HTTP_WARMUP]:
             client.get(path)
+        cpu_started = cpu() if cpu is not None else None
         for path in paths:
             started = time.perf_counter()
             status, body = client.get(path)
             samples.append(elapsed_ms(started))
             statuses[status] += 1
             empty += status == http.client.OK and not json.loads(body)["results"]  # same as in-process
+        cpu_figures = cpu_us_per_request(cpu, cpu_started, len(paths))
     finally:
         client.close()
-    return {**summarize(samples), "empty_results": empty, **_status_counts(statuses)}
+    return {**summarize(samples), **cpu_figures, "empty_results": empty, **_status_counts(statuses)}
 
 
-def measure_http_concurrent(port: int, paths: list[str], seconds: float, clients: int = CLIENTS) -> dict[str, Any]:
+def measure_http_concurrent(
+    port: int, paths: list[str], seconds: float, clients: int = CLIENTS, cpu: CpuClock | None = None
+) -> dict[str, Any]:
     """`clients` threads, each on its own connection, for `seconds`."""
     samples: list[list[float]] = [[] for _ in range(clients)]
     statuses: list[Counter[int]] = [Counter() for _ in range(clients)]
@@ -789,6 +827,7 @@ def measure_http_concurrent(port: int, paths: list[str], seconds: float, clients
     threads = [threading.Thread(target=worker, args=(k,), name=f"client-{k}") for k in range(clients)]
     for thread in threads:
         thread.start()
+    cpu_started = cpu() if cpu is not None else None
     start.wait()
     began = time.perf_counter()
     for thread in threads:
@@ -800,6 +839,7 @@ def measure_http_concurrent(port: int, paths: list[str], seconds: float, clients
         "seconds": round(wall, 3),
         "queries_per_second": round(len(every) / wall, 1),
         **summarize(every),
+        **cpu_us_per_request(cpu, cpu_started, len(every)),
         **_status_counts(sum(statuses, Counter())),
     }
 
@@ -812,8 +852,8 @@ def _status_counts(statuses: Counter[int]) -> dict[str, Any]:
 def measure_http(work: Path, queries: list[BenchQuery], plan: Plan) -> dict[str, Any]:
     paths = [search_path(q.text) for q in queries]
     with running_server(work / "spaces", work / "index", work / "server.log") as server:
-        single = measure_http_single(server.port, paths)
-        concurrent = measure_http_concurrent(server.port, paths, plan.concurrent_seconds)
+        single = measure_http_single(server.port, paths, server.cpu_seconds)
+        concurrent = measure_http_concurrent(server.port, paths, plan.concurrent_seconds, cpu=server.cpu_seconds)
         memory = server.memory()
         ready = server.ready_seconds
     return {"server_ready_seconds": ready, "single": single, "concurrent": concurrent, "server_memory": memory}
@@ -893,12 +933,15 @@ def print_summary(results: dict[str, Any]) -> None:
         ("index CPU", f"{index['cpu_seconds']:.2f} s (all threads), {index['segments']} segments"),
         ("no-change reconcile", f"{index['noop_reconcile_seconds'] * 1000:.1f} ms"),
         ("index size", f"{index['size_bytes'] / MIB:.1f} MiB"),
-        ("search in-process", _latency(search)),
+        ("search in-process", _latency(search) + _cpu(search, "cpu_us_per_query")),
         *((f"  {kind}", _latency(s)) for kind, s in search["by_kind"].items()),
         ("feed with query", _latency(feed["query"])),
         ("feed tag only", _latency(feed["tag_only"])),
         ("server ready after", f"{http_['server_ready_seconds']:.2f} s"),
-        ("HTTP 1 client", _latency(single) + f"  non-200: {single['non_200']}"),
+        (
+            "HTTP 1 client",
+            _latency(single) + _cpu(single, "server_cpu_us_per_request") + f"  non-200: {single['non_200']}",
+        ),
         (f"HTTP {concurrent['clients']} clients", _throughput(concurrent)),
         ("server peak RSS", _server_rss(http_["server_memory"])),
         ("bench peak RSS", f"{results['memory']['bench_peak_rss_mb']} MiB"),
@@ -928,7 +971,12 @@ def _latency(summary: dict[str, Any]) -> str:
 
 
 def _throughput(summary: dict[str, Any]) -> str:
-    return f"{summary['queries_per_second']:,.0f} q/s  {_latency(summary)}  non-200: {summary['non_200']}"
+    cpu = _cpu(summary, "server_cpu_us_per_request")
+    return f"{summary['queries_per_second']:,.0f} q/s  {_latency(summary)}{cpu}  non-200: {summary['non_200']}"
+
+
+def _cpu(summary: dict[str, Any], key: str) -> str:
+    return f"  CPU {summary[key]:,} µs/query" if key in summary else ""
 
 
 # -- driver ----------------------------------------------------------------
