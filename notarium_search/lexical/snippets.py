@@ -324,21 +324,23 @@ def _rank_windows(text: str, matches: list[_Match]) -> Iterable[tuple[int, int]]
     scored = []
     inside: dict[str, int] = {}  # key → count, for matches[i:j]: the ones in the current window
     j = 0
-    for i, first in enumerate(matches):
-        start = _cut_start(text, first.start - LEAD_CHARS)
+    count = len(matches)
+    for i, (first_start, _, first_key) in enumerate(matches):
+        start = _cut_start(text, first_start - LEAD_CHARS)
         end = _cut_end(text, start + SNIPPET_CHARS)
-        j = max(j, i)
-        while j < len(matches) and matches[j].end <= end:
+        if j < i:
+            j = i
+        while j < count and matches[j].end <= end:
             key = matches[j].key
             inside[key] = inside.get(key, 0) + 1
             j += 1
-        scored.append((-len(inside), i - j, first.start, start, end))
-        if j > i:  # `first` leaves the window before the next one opens
-            left = inside.pop(first.key) - 1
+        scored.append((-len(inside), i - j, first_start, start, end))
+        if j > i:  # the first match leaves the window before the next one opens
+            left = inside.pop(first_key) - 1
             if left:
-                inside[first.key] = left
+                inside[first_key] = left
     scored.sort()
-    return ((start, end) for *_, start, end in scored)
+    return (entry[3:] for entry in scored)  # (start, end)
 
 
 def _cut_start(text: str, pos: int) -> int:
