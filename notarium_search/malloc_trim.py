@@ -5,9 +5,12 @@ lists, a batch of embeddings) in its arenas, so a long-running service's RSS
 only ratchets up. `malloc_trim(0)` returns the free pages: measured on a
 10,000-note space with the model loaded, 24 MiB after 300 hybrid queries, in
 4 ms. A background thread trims at most every TRIM_INTERVAL_SECONDS, and only
-after activity. Elsewhere than glibc (musl, macOS) this is a no-op.
+after activity. Elsewhere than glibc (musl, macOS) trimming is a no-op.
 
-Leaf module: imports nothing from the package.
+The same thread runs the garbage collector's deferred full collections
+(collector.py), which need no glibc.
+
+Imports only collector.py from the package.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import ctypes
 import ctypes.util
 import threading
 from collections.abc import Callable
+
+from notarium_search.collector import HEAP, FrozenHeap
 
 TRIM_INTERVAL_SECONDS = 1.0  # a trim costs ~4 ms with the malloc lock held: at most 0.4 % of a core, never per request
 
@@ -37,8 +42,9 @@ def _load_trim() -> Callable[[int], int] | None:
 
 
 class MemoryTrimmer:
-    def __init__(self, interval: float = TRIM_INTERVAL_SECONDS) -> None:
+    def __init__(self, interval: float = TRIM_INTERVAL_SECONDS, heap: FrozenHeap = HEAP) -> None:
         self.interval = interval
+        self.heap = heap
         self._trim = _load_trim()
         self._active = threading.Event()
         self._stop = threading.Event()
@@ -52,16 +58,18 @@ class MemoryTrimmer:
     def note_activity(self) -> None:
         """Something allocated and freed a lot: trim at the next tick."""
         self._active.set()
+        self.heap.note_activity()
 
     def start(self) -> None:
-        if self._trim is not None:
-            threading.Thread(target=self._run, name="memory-trimmer", daemon=True).start()
+        threading.Thread(target=self._run, name="memory-trimmer", daemon=True).start()
 
     def stop(self) -> None:
         self._stop.set()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
+            if self.heap.tick():
+                self._active.set()  # a full collection frees memory too
             if self._active.is_set():
                 self._active.clear()
                 self.trim()

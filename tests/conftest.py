@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -19,6 +20,14 @@ from notarium_search.logsetup import configure_logging
 from notarium_search.service import Service
 from notarium_search.settings import CollectionConfig, Settings, SpaceConfig
 from tests.fake_hub import FakeHub, serving
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Writer jobs freeze whatever is alive (collector.py); in one test process
+    that is every running test's objects, which would outlive their test:
+    thawed after each test, the collector reclaims them as it would."""
+    gc.unfreeze()
+
 
 configure_logging("warning")
 

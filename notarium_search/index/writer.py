@@ -9,6 +9,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 
+from notarium_search.collector import HEAP
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.backoff import Backoff
 
@@ -101,3 +102,6 @@ class Writer:
                 job()
             except Exception:  # logged where it happened and shown in status; keep serving jobs
                 log.exception("writer_job_failed", space=self.space_name)
+            # What the job built to keep (notes, links, vectors' records) is
+            # kept out of full collections' way: collector.py has the measurement.
+            HEAP.after_job()
