@@ -36,6 +36,9 @@ PLAN_SLICE_NOTES = 1_000
 PAUSE_FIRST_SECONDS = 5.0
 PAUSE_MAX_SECONDS = 300.0
 
+# What status says between the model's arrival and the plan's first fragments.
+PLANNING = "reading the notes to plan their fragments"
+
 log = get_logger(__name__)
 
 
@@ -177,7 +180,14 @@ class SemanticChannel:
 
     @property
     def ready(self) -> bool:
-        return self.index is not None and not self.index.has_pending
+        """Nothing left to embed — and, while the plan is still reading the
+        notes, vectors of an earlier run to answer with (a restart). An empty
+        index whose plan has not yet found its work is not ready: it said
+        READY with 0 of 0 fragments between the model's arrival and the plan's
+        first slice, and answered semantically from nothing."""
+        if self.index is None or self.index.has_pending:
+            return False
+        return self._replan is None or self.index.size() > 0
 
     @property
     def building(self) -> bool:
@@ -190,6 +200,8 @@ class SemanticChannel:
             return "model loading"
         progress = self.index.progress
         done = progress.embedded
+        if not progress.pending and self._replan is not None:
+            return f"index building: {PLANNING}"
         building = f"index building: {done}/{done + progress.pending} fragments embedded"
         return f"{building}; {self.paused}" if self.paused else building
 
@@ -200,11 +212,13 @@ class SemanticChannel:
             return ChannelStatus(ChannelState.BUILDING, "model loading")
         progress = self.index.progress
         total = progress.embedded + progress.pending
-        if not progress.pending:
+        if self.ready:
             size = self.index.size()  # every fragment of the space has its vector
             return ChannelStatus(
                 ChannelState.READY, self.index.repaired, embedded=size, total=size, relevance_margin=self._margin()
             )
+        if not progress.pending:  # the plan has found nothing to embed yet: how much is not known
+            return ChannelStatus(ChannelState.BUILDING, PLANNING, relevance_margin=self._margin())
         elapsed = max(time.monotonic() - self._build_started, 1e-6)
         rate = progress.embedded / elapsed
         eta = progress.pending / rate if rate > 0 else None

@@ -16,6 +16,7 @@ from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
 from notarium_search.lexical import search as lexical
+from notarium_search.semantic.channel import PLANNING
 from notarium_search.semantic.chunking import chunk_note
 from notarium_search.semantic.embedding import load_embedder
 from notarium_search.service import Service
@@ -197,6 +198,40 @@ def test_building_status_and_lexical_fallback(vault: Vault):
         space.semantic.work_slice()
     assert space.status().semantic.state == ChannelState.READY
     assert space.status().message is None
+    service.stop()
+
+
+def test_an_empty_index_is_not_ready_before_its_plan_finds_the_fragments(vault: Vault):
+    """Between the model's arrival and the plan's first slice nothing was
+    pending, and status said READY with 0 of 0 fragments (the remote test
+    caught it under load): answers came "semantically" from an empty index."""
+    for i in range(6):
+        vault.write(f"n{i}.md", long_note(f"n{i}", "résilience", paragraphs=6))
+    service = vault.service(vector_search=True)
+    space = service.spaces["notes"]
+    semantic = space.semantic
+    assert semantic is not None
+    service.embedder = embedder = HashEmbedder()
+    semantic.attach(embedder, in_slices=True)  # as the service does: the plan waits for the writer
+    status = space.status().semantic
+    assert (status.state, status.reason, status.total) == (ChannelState.BUILDING, PLANNING, None)
+    assert not semantic.ready
+    response = service.search("notes", "résilience", NO_FILTER, 10)
+    assert PLANNING in response.degraded["semantic"]
+    while semantic.has_work:
+        semantic.work_slice()
+    assert space.status().semantic.state == ChannelState.READY
+    assert stored_fragments(service) == expected_fragments(service)
+    service.stop()
+    # A restart: the earlier run's vectors answer while the plan reads the notes again.
+    service = vault.service(vector_search=True)
+    semantic = service.spaces["notes"].semantic
+    assert semantic is not None
+    service.embedder = embedder = HashEmbedder()
+    semantic.attach(embedder, in_slices=True)
+    assert semantic.has_work
+    assert semantic.ready
+    assert "semantic" in service.search("notes", "résilience", NO_FILTER, 10).channels_used
     service.stop()
 
 
