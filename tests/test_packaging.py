@@ -7,11 +7,13 @@ import hashlib
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from notarium_search import cli
+from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.presets import PRESETS
 from tests.conftest import models_dir
 from tests.fake_hub import FakeHub
@@ -35,8 +37,17 @@ def test_build_backend_floor_supports_the_license_expression():
     assert int(floor.group(1)) >= 77, setuptools
 
 
+@pytest.fixture
+def cli_logging() -> Iterator[None]:
+    """`models` commands configure logging onto this test's captured stderr,
+    deferred to the first line logged: left so, a later test's first line
+    applied it and replaced caplog's handler with a closed stream."""
+    yield
+    configure_logging("warning")  # as tests/conftest.py leaves it
+
+
 def test_dockerfile_hub_route_fetches_the_default_preset_as_a_working_pack(
-    tmp_path: Path, fake_hub: FakeHub, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_hub: FakeHub, capsys: pytest.CaptureFixture[str], cli_logging: None
 ):
     """The semantic tier's default route (no MODEL_PACK): the Dockerfile's own
     `models download` command, with its ARG defaults, against a hub laid out
