@@ -130,12 +130,25 @@ class LexicalIndex:
     def _get_writer(self) -> tantivy.IndexWriter:
         if self._writer is None:
             try:
-                self._writer = self.index.writer(WRITER_HEAP_BYTES, WRITER_THREADS)
+                writer = self.index.writer(WRITER_HEAP_BYTES, WRITER_THREADS)
             except ValueError as exc:
                 if is_lock_busy(exc):
                     raise IndexLocked(f"index {self.directory} is in use by another process") from exc
                 raise self._failure("open its writer", exc) from exc
+            self._collect_orphans(writer)
+            self._writer = writer
         return self._writer
+
+    def _collect_orphans(self, writer: tantivy.IndexWriter) -> None:
+        """Delete the files no commit names, as Tantivy does after each commit.
+        A process killed (or a commit failed) between writing a commit's files
+        and meta.json leaves them; the next writer redoes the same work, reaches
+        the same opstamp and names the same `<segment>.<opstamp>.del`: every
+        commit then failed with FileAlreadyExists (tests/lexical/test_store.py)."""
+        try:
+            writer.garbage_collect_files()
+        except ValueError as exc:  # the commit will say what is wrong, if anything is
+            log.warning("index_orphans_not_collected", index=str(self.directory), error=describe(exc))
 
     def _write(self, what: str, step: Callable[[tantivy.IndexWriter], object]) -> None:
         writer = self._get_writer()
