@@ -36,6 +36,16 @@ from notarium_search.types import Fragment, ParsedNote
 
 CHECKPOINT_FRAGMENTS = 512  # a crash loses at most this much embedding work (~15 s)
 CHECKPOINT_SECONDS = 60.0
+# The backlog (fragments not planned `first`) is embedded from a window of its
+# next fragments, longest first, so that the fragments of one `embed_pending`
+# call, which the embedder batches together padded to the longest, are of
+# similar length. Taken in plan order, 64-fragment calls ran 4.1 % more tokens
+# than the fragments hold (6.3 % more attention); sorted by characters in
+# windows of 1,024 it is 1.3 % (2.1 %), and 2,048 gains only 0.1 % more
+# (the 22,467 fragments of the 10,000-note benchmark, e5-small's tokenizer).
+# The window only orders what is taken: edits still go first, and a fragment
+# re-planned or dropped meanwhile is taken as it is now, or not at all.
+LENGTH_WINDOW_FRAGMENTS = 1_024
 COMPACT_CHECK_EVERY = 4  # checkpoints between tombstone checks
 
 log = get_logger(__name__)
@@ -119,6 +129,7 @@ class SemanticIndex:
         # Notes whose fragments go before the others: edits seen by a pass wait
         # neither for a long build's backlog nor for the plan of every note.
         self._first: dict[str, None] = {}
+        self._window: list[Fragment] = []  # of the backlog, shortest first (taken from the end)
         self._dirty = False  # changes not yet checkpointed
         self._since_compaction = 0
         self._since_checkpoint = 0
@@ -279,7 +290,7 @@ class SemanticIndex:
 
         The fragments go to the embedder in one call, so that it can group them
         by length (a batch pads to its longest member)."""
-        batch = list(itertools.islice(self._pending_fragments(), budget))
+        batch = self._take(budget)
         if batch:
             vectors = self.embedder.embed_passages([f.embed_text for f in batch])
             self._add(batch, vectors)
@@ -291,9 +302,29 @@ class SemanticIndex:
             self.checkpoint()
         return len(batch)
 
-    def _pending_fragments(self) -> Iterator[Fragment]:
+    def _take(self, budget: int) -> list[Fragment]:
+        """Up to `budget` pending fragments: those planned `first`, in plan
+        order, then the backlog's from the length window (longest first)."""
+        taken = {f.id: f for f in itertools.islice(self._first_fragments(), budget)}
+        while len(taken) < budget:
+            if not self._window:
+                backlog = (f for f in self._backlog_fragments() if f.id not in taken)
+                self._window = sorted(
+                    itertools.islice(backlog, LENGTH_WINDOW_FRAGMENTS), key=lambda f: len(f.embed_text)
+                )
+                if not self._window:
+                    break
+            candidate = self._window.pop()
+            fragment = self._pending.get(candidate.note_id, {}).get(candidate.id)
+            if fragment is not None:  # still wanted, in its current version
+                taken.setdefault(fragment.id, fragment)
+        return list(taken.values())
+
+    def _first_fragments(self) -> Iterator[Fragment]:
         for note_id in self._first:
             yield from self._pending[note_id].values()
+
+    def _backlog_fragments(self) -> Iterator[Fragment]:
         for note_id, fragments in self._pending.items():
             if note_id not in self._first:
                 yield from fragments.values()

@@ -1,0 +1,102 @@
+"""What a semantic build hands the embedder: a real
+SemanticIndex (real usearch, real files), a deterministic hash embedder that
+records each call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from notarium_search.notes.parse import parse_note
+from notarium_search.semantic import index as vector_index
+from notarium_search.semantic.chunking import chunk_note
+from notarium_search.semantic.index import SemanticIndex
+from notarium_search.types import ParsedNote
+from tests.conftest import HashEmbedder
+
+MTIME = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+class RecordingEmbedder(HashEmbedder):
+    """Keeps the texts of every embed_passages call."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=32)
+        self.calls: list[list[str]] = []
+
+    def embed_passages(self, texts: Sequence[str]):
+        self.calls.append(list(texts))
+        self.passages_embedded += len(texts)
+        return np.stack([self._vector(t) for t in texts])
+
+
+def note(i: int, words: int) -> ParsedNote:
+    return parse_note(" ".join(f"mot{i}x{j}" for j in range(words)) + ".\n", f"n{i:02}.md", MTIME)
+
+
+def short_and_long(count: int) -> list[ParsedNote]:
+    """One fragment each, short and long notes alternating in plan order."""
+    notes = [note(i, 8 if i % 2 else 120) for i in range(count)]
+    assert all(len(chunk_note(n)) == 1 for n in notes)
+    return notes
+
+
+def stored_ids(index: SemanticIndex) -> set[str]:
+    return {r.id for records in index.notes.values() for r in records}
+
+
+def test_backlog_slices_group_fragments_of_similar_length(tmp_path: Path) -> None:
+    embedder = RecordingEmbedder()
+    index = SemanticIndex(tmp_path / "vectors", embedder)
+    index.plan(short_and_long(20))
+    index.embed_pending(10)
+    index.embed_pending(10)
+    first, second = ([len(t) for t in call] for call in embedder.calls)
+    # In plan order each call would hold 5 long and 5 short fragments, padded
+    # to the longest by the embedder's batches.
+    assert min(first) > max(second)
+    assert not index.has_pending
+
+
+def test_edits_go_before_the_length_window(tmp_path: Path) -> None:
+    embedder = RecordingEmbedder()
+    index = SemanticIndex(tmp_path / "vectors", embedder)
+    index.plan(short_and_long(20))
+    index.embed_pending(4)  # the window is now filled with the backlog
+    edited = note(99, 5)
+    index.plan([edited], first=True)
+    index.embed_pending(4)
+    assert chunk_note(edited)[0].embed_text in embedder.calls[-1]
+
+
+def test_a_fragment_replanned_while_in_the_window_is_embedded_as_it_is_now(tmp_path: Path) -> None:
+    embedder = RecordingEmbedder()
+    index = SemanticIndex(tmp_path / "vectors", embedder)
+    notes = short_and_long(20)
+    index.plan(notes)
+    index.embed_pending(2)  # the window holds every other fragment
+    index.plan([], deleted=[notes[3].id])  # dropped
+    changed = parse_note("Un tout autre texte.\n", notes[5].path, MTIME)
+    index.plan([changed])  # replaced by another fragment
+    while index.has_pending:
+        index.embed_pending(3)
+    wanted = {f.id for n in notes if n.id != notes[3].id for f in chunk_note(n if n.id != changed.id else changed)}
+    assert stored_ids(index) == wanted
+    texts = [t for call in embedder.calls for t in call]
+    assert len(texts) == len(set(texts)) == len(wanted)  # nothing embedded twice, nothing stale
+    assert chunk_note(notes[3])[0].embed_text not in texts
+
+
+@pytest.mark.parametrize("budget", [1, 7, 64])
+def test_a_backlog_smaller_than_the_budget_ends(tmp_path: Path, budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vector_index, "LENGTH_WINDOW_FRAGMENTS", 4)
+    index = SemanticIndex(tmp_path / "vectors", RecordingEmbedder())
+    notes = short_and_long(10)
+    index.plan(notes)
+    while index.has_pending:
+        assert index.embed_pending(budget) > 0
+    assert stored_ids(index) == {f.id for n in notes for f in chunk_note(n)}
