@@ -9,7 +9,8 @@ as safe for searches during inserts).
 
 Crash safety: vectors are saved to a new generation file, then the manifest
 naming it is replaced atomically, then the old file is deleted. A crash at
-any point leaves a manifest and the vector file it names, consistent.
+any point leaves a manifest and the vector file it names, consistent, and
+loses the embedding done since the last checkpoint (CHECKPOINT_* below).
 """
 
 from __future__ import annotations
@@ -34,8 +35,19 @@ from notarium_search.storage.atomic import write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 from notarium_search.types import Fragment, ParsedNote
 
-CHECKPOINT_FRAGMENTS = 512  # a crash loses at most this much embedding work (~15 s)
-CHECKPOINT_SECONDS = 60.0
+CHECKPOINT_FRAGMENTS = 512  # a checkpoint once this much is embedded (~15 s of e5-small on 2 cores)
+CHECKPOINT_SECONDS = 60.0  # or once this long has passed, whatever was embedded
+# A checkpoint rewrites the whole vector file and manifest, so its cost grows
+# with the index and a build's checkpoints add up quadratically: 2.7 µs a
+# stored vector (0.03 s at 11,000, ~0.3 s at 111,091; 1.3 s for the 44
+# checkpoints of a 22,467-fragment build, a projected 33 s for the 217 of a
+# 111,091-fragment one, 1 % of its hour at 31 fragments/s; more with a faster
+# embedder). So a checkpoint also waits until the time since the last one is
+# CHECKPOINT_COST_FACTOR times what that one took to save: checkpoints then
+# cost at most 1 % of a build, whatever its size. A crash loses at most
+# max(CHECKPOINT_FRAGMENTS fragments or CHECKPOINT_SECONDS, CHECKPOINT_COST_FACTOR
+# × the last save) of embedding: ~30 s of work at 111,091 vectors.
+CHECKPOINT_COST_FACTOR = 100
 # The backlog (fragments not planned `first`) is embedded from a window of its
 # next fragments, longest first, so that the fragments of one `embed_pending`
 # call, which the embedder batches together padded to the longest, are of
@@ -133,6 +145,7 @@ class SemanticIndex:
         self._dirty = False  # changes not yet checkpointed
         self._since_compaction = 0
         self._since_checkpoint = 0
+        self._checkpoint_seconds = 0.0  # how long the last checkpoint took to save
         self.progress = SemanticProgress()
         # The reference passages' vectors, embedded once per model (~0.3 s):
         # what unrelated text scores against a query (semantic/calibration.py).
@@ -206,6 +219,9 @@ class SemanticIndex:
             if self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction():
                 self.store.compact()
                 self._since_compaction = 0
+            # A compaction (rare, and not growing build after build) is left out
+            # of the save's duration, which spaces out the next checkpoints.
+            started = time.monotonic()
             generation = self.generation + 1
             checksum = self.store.save(self._vector_path(generation))
             manifest = _Manifest(self.fingerprint, generation, checksum, self.notes)
@@ -216,6 +232,7 @@ class SemanticIndex:
         self._since_compaction += 1
         self._since_checkpoint = 0
         self.progress.last_checkpoint = time.monotonic()
+        self._checkpoint_seconds = self.progress.last_checkpoint - started
 
     def save_again(self) -> None:
         """Write the vectors held in memory anew (their folder was deleted)."""
@@ -297,10 +314,14 @@ class SemanticIndex:
             self.progress.embedded += len(batch)
             self._since_checkpoint += len(batch)
         self.progress.pending = self._pending_count
-        due = time.monotonic() - self.progress.last_checkpoint > CHECKPOINT_SECONDS
-        if batch and (not self._pending_count or due or self._since_checkpoint >= CHECKPOINT_FRAGMENTS):
+        if batch and (not self._pending_count or self._checkpoint_due()):
             self.checkpoint()
         return len(batch)
+
+    def _checkpoint_due(self) -> bool:
+        since = time.monotonic() - self.progress.last_checkpoint
+        enough = since > CHECKPOINT_SECONDS or self._since_checkpoint >= CHECKPOINT_FRAGMENTS
+        return enough and since >= CHECKPOINT_COST_FACTOR * self._checkpoint_seconds
 
     def _take(self, budget: int) -> list[Fragment]:
         """Up to `budget` pending fragments: those planned `first`, in plan

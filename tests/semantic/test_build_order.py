@@ -1,4 +1,4 @@
-"""What a semantic build hands the embedder: a real
+"""What a semantic build hands the embedder, and when it checkpoints: a real
 SemanticIndex (real usearch, real files), a deterministic hash embedder that
 records each call."""
 
@@ -100,3 +100,33 @@ def test_a_backlog_smaller_than_the_budget_ends(tmp_path: Path, budget: int, mon
     while index.has_pending:
         assert index.embed_pending(budget) > 0
     assert stored_ids(index) == {f.id for n in notes for f in chunk_note(n)}
+
+
+def test_checkpoints_wait_while_the_last_one_cost_more_than_its_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_index, "CHECKPOINT_FRAGMENTS", 4)
+    monkeypatch.setattr(vector_index, "CHECKPOINT_COST_FACTOR", 10**9)  # any checkpoint costs too much
+    index = SemanticIndex(tmp_path / "vectors", RecordingEmbedder())
+    notes = short_and_long(20)
+    index.plan(notes)
+    index.embed_pending(4)
+    assert index.generation == 1  # the first one is free: no checkpoint has cost anything yet
+    while index.has_pending:
+        index.embed_pending(4)
+        assert index.generation == 1 or not index.has_pending
+    assert index.generation == 2  # the build's end always saves
+    reopened = SemanticIndex(tmp_path / "vectors", RecordingEmbedder())
+    assert stored_ids(reopened) == {f.id for n in notes for f in chunk_note(n)}
+
+
+def test_checkpoints_come_every_checkpoint_fragments_when_they_are_cheap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_index, "CHECKPOINT_FRAGMENTS", 4)
+    monkeypatch.setattr(vector_index, "CHECKPOINT_COST_FACTOR", 0)
+    index = SemanticIndex(tmp_path / "vectors", RecordingEmbedder())
+    index.plan(short_and_long(20))
+    index.embed_pending(4)
+    index.embed_pending(4)
+    assert index.generation == 2
