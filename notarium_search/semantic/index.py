@@ -55,6 +55,9 @@ CHECKPOINT_COST_FACTOR = 100
 # than the fragments hold (6.3 % more attention); sorted by characters in
 # windows of 1,024 it is 1.3 % (2.1 %), and 2,048 gains only 0.1 % more
 # (the 22,467 fragments of the 10,000-note benchmark, e5-small's tokenizer).
+# Timed on 2 cores (load 3.5-6), the same 2,048 fragments in 64-fragment
+# calls alternating call by call: 4.4 % and 11.1 % faster than in plan order
+# (two samples; the sessions run 3.5 % fewer batches and 4 % less attention).
 # The window only orders what is taken: edits still go first, and a fragment
 # re-planned or dropped meanwhile is taken as it is now, or not at all.
 LENGTH_WINDOW_FRAGMENTS = 1_024
