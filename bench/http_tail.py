@@ -1,6 +1,6 @@
 """The HTTP latency tail, and the garbage collector's full passes behind it.
 
-    python -m bench.http_tail --root ROOT --index INDEX --tree /path/to/checkout-before --tree . [--graph]
+    python -m bench.http_tail --root ROOT --index INDEX --tree ../before --tree . [--graph] [--model PACK]
 
 For each source tree, alternately (`--rounds`), a `notarium-search serve`
 from that tree on the same indexed vault (ROOT and INDEX as in
@@ -13,7 +13,9 @@ ran while the queries were answered, with its duration — recorded by a
 in the package is changed for it).
 
 Build a vault with `bench.perf_lexical.build_space` and index it with
-`notarium-search index` first; the server does not watch the files.
+`notarium-search index` first (with VECTOR_SEARCH=1 and the model for
+`--model`, hybrid: the server then waits for the semantic channel to be
+ready before the queries); the server does not watch the files.
 """
 
 from __future__ import annotations
@@ -59,8 +61,9 @@ def questions(eval_dir: Path) -> list[str]:
     return texts
 
 
-def wait_ready(port: int, process: subprocess.Popen[bytes]) -> str:
-    """The first space's name, once every space is indexed."""
+def wait_ready(port: int, process: subprocess.Popen[bytes], semantic: bool) -> str:
+    """The first space's name, once every space is indexed (and, `semantic`,
+    its vectors ready)."""
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -69,7 +72,8 @@ def wait_ready(port: int, process: subprocess.Popen[bytes]) -> str:
             client = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             client.request("GET", "/status")
             status = json.loads(client.getresponse().read())
-            if status["message"] is None and all(s["lexical"]["state"] == "ready" for s in status["spaces"]):
+            ready = ("lexical", "semantic") if semantic else ("lexical",)
+            if status["message"] is None and all(s[c]["state"] == "ready" for s in status["spaces"] for c in ready):
                 return str(status["spaces"][0]["space"])
         except (OSError, http.client.HTTPException, ValueError):
             pass
@@ -88,6 +92,8 @@ def run(tree: Path, args: argparse.Namespace, texts: list[str], hook_dir: Path, 
         "NOTARIUM_WATCH": "0",
         "NOTARIUM_RATE_LIMIT": "0",
         "GRAPH_BOOST": "1" if args.graph else "0",
+        "VECTOR_SEARCH": "1" if args.model else "0",
+        **({"NOTARIUM_MODEL_DIR": str(args.model)} if args.model else {}),
         "PYTHONPATH": f"{tree}{os.pathsep}{hook_dir}",
         "BENCH_GC_LOG": str(gc_log),
     }
@@ -96,7 +102,7 @@ def run(tree: Path, args: argparse.Namespace, texts: list[str], hook_dir: Path, 
             [sys.executable, "-m", "notarium_search", "serve"], cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT
         )
     try:
-        space = wait_ready(port, process)
+        space = wait_ready(port, process, semantic=args.model is not None)
         time.sleep(2)  # the start-up's own collections are over
         began = time.time()
         client = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -130,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", type=Path, required=True)
     parser.add_argument("--tree", type=Path, action="append", required=True, help="a checkout to serve from (repeat)")
     parser.add_argument("--graph", action="store_true", help="GRAPH_BOOST=1")
+    parser.add_argument("--model", type=Path, help="a model pack: VECTOR_SEARCH=1 (hybrid)")
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--port", type=int, default=18890)
