@@ -63,7 +63,7 @@ function route() {
 function refresh() {
   state.feedStale = true;
   if (!$('feed-view').hidden) loadFeed();
-  if ($('q').value.trim()) runSearch();
+  if ($('q').value.trim()) runSearch(true);
 }
 
 async function loadSpaces() {

@@ -12,7 +12,9 @@ export function scheduleSearch() {
   timers.search = setTimeout(runSearch, DEBOUNCE_MS);
 }
 
-export function runSearch() {
+// `again`: the same query asked anew (the index finished building): the note
+// the user had selected stays selected, wherever it now ranks.
+export function runSearch(again = false) {
   const q = $('q').value;
   rememberSearch(q);
   if (!q.trim() || !state.space) {
@@ -21,7 +23,7 @@ export function runSearch() {
     return;
   }
   latest('search', spacePath('search'), { q, limit: SEARCH_LIMIT })
-    .then((body) => showResults(body))
+    .then((body) => showResults(body, again && sameQuery(state.searchBody, body)))
     .catch(reportUnlessAborted($('search-info')));
 }
 
@@ -43,6 +45,10 @@ export function searchFromAddress() {
   }
 }
 
+function sameQuery(before, after) {
+  return Boolean(before && after) && before.query === after.query;
+}
+
 function showChips(filters) {
   const chips = (filters ?? []).map((f) =>
     el('li', { class: 'chip' }, `${f.name}:${f.value.includes(' ') ? `"${f.value}"` : f.value}`));
@@ -50,11 +56,12 @@ function showChips(filters) {
 }
 
 export function showResults(body, keepSelection = false) {
+  const selectedId = state.searchBody?.results?.[state.selected]?.id;
   state.searchBody = body;
   const results = body?.results ?? [];
   $('results').replaceChildren(...results.map(hitItem));
   $('q').setAttribute('aria-expanded', String(results.length > 0));
-  select(keepSelection ? Math.min(state.selected, results.length - 1) : -1);
+  select(keepSelection ? results.findIndex((hit) => hit.id === selectedId) : -1);
   showChips(body?.filters);
   if (!body) {
     $('search-info').textContent = '';
