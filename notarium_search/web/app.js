@@ -63,7 +63,7 @@ function route() {
 function refresh() {
   state.feedStale = true;
   if (!$('feed-view').hidden) loadFeed();
-  if ($('q').value.trim()) runSearch(true);
+  if ($('q').value.trim()) runSearch();
 }
 
 async function loadSpaces() {

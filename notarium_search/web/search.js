@@ -12,9 +12,10 @@ export function scheduleSearch() {
   timers.search = setTimeout(runSearch, DEBOUNCE_MS);
 }
 
-// `again`: the same query asked anew (the index finished building): the note
+// The same query asked anew (the index finished building, or the typing's
+// debounced search landing after the results were already shown): the note
 // the user had selected stays selected, wherever it now ranks.
-export function runSearch(again = false) {
+export function runSearch() {
   const q = $('q').value;
   rememberSearch(q);
   if (!q.trim() || !state.space) {
@@ -23,7 +24,7 @@ export function runSearch(again = false) {
     return;
   }
   latest('search', spacePath('search'), { q, limit: SEARCH_LIMIT })
-    .then((body) => showResults(body, again && sameQuery(state.searchBody, body)))
+    .then((body) => showResults(body, sameQuery(state.searchBody, body)))
     .catch(reportUnlessAborted($('search-info')));
 }
 

@@ -441,7 +441,8 @@ def test_markup_in_titles_notes_and_queries_stays_text(browser: Browser, server:
 @pytest.mark.slow
 def test_the_selected_hit_stays_selected_when_the_results_are_asked_again(browser: Browser, server: str):
     """When a build ends, the page asks its search again (what it showed may
-    have been partial): that reset the selection to nothing, so arrow keys
+    have been partial), and the typing's debounced search can land after the
+    results are shown: either reset the selection to nothing, so arrow keys
     pressed just before were lost (test_arrow_keys… failed so in CI)."""
     from playwright.sync_api import expect
 
