@@ -65,8 +65,6 @@ ATTENTION_BUDGET_TEXTS = 1
 # tokens of normal prose, and spares tokenising a 2 MB note in full (1.7 s
 # with the e5 tokenizer) only to keep its first 512 tokens.
 MAX_CHARS_PER_TOKEN = 32
-# Tried in order when tokenizer.json stores no padding: the BERT and the
-# SentencePiece (XLM-R, E5, BGE-M3) spellings.
 # 128 bits: a collision-free identity for a handful of models, short enough
 # to store beside every vector index.
 FINGERPRINT_BYTES = 16
@@ -331,7 +329,7 @@ def _open_session(model_path: Path, threads: int) -> Any:
 
 def _open_tokenizer(path: Path, max_tokens: int) -> TextTokenizer:
     """The pack's tokenizer (semantic/tokenizing.py: SentencePiece for the
-    XLM-R family's unigram vocabularies, a sixth of the memory)."""
+    XLM-R family's unigram vocabularies, a fifth of the memory)."""
     try:
         import tokenizers  # noqa: F401  (every pack may need it)
     except ImportError as exc:

@@ -37,6 +37,8 @@ from notarium_search.logsetup import get_logger
 log = get_logger(__name__)
 
 METASPACE = "\u2581"
+# The pad token, tried in order: the BERT and the SentencePiece (XLM-R, E5,
+# BGE-M3) spellings.
 PAD_TOKENS = ("[PAD]", "<pad>")
 UNICODE_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 
