@@ -39,6 +39,7 @@ from notarium_search.fusion import (
     merge_snippets,
     ranking,
 )
+from notarium_search.index.follower import PeerLoop
 from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from notarium_search.types import Echo
 
 MAX_LIMIT = 100
+ELECTION_LOCK = "workers.lock"  # in the index folder: the workers open their spaces one at a time
 SORTS = ("relevance", "updated", "created")
 QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
 # An embedding server down at start is asked again after this, doubling up to
@@ -131,9 +133,18 @@ def _log_unavailable(space_name: str, exc: BaseException) -> None:
 
 
 class Service:
-    def __init__(self, settings: Settings, read_only: bool = False) -> None:
+    def __init__(self, settings: Settings, read_only: bool = False, shared: bool = False) -> None:
+        """`shared`: one of several worker processes serving the same indexes
+        (the HTTP server's workers): each space is written by the first worker
+        that takes it, and followed by the others (index/follower.py)."""
         self.settings = settings
-        self.spaces = {config.name: Space(config, settings, read_only) for config in settings.spaces}
+        if shared:
+            self.spaces = open_shared(settings)
+        else:
+            self.spaces = {config.name: Space(config, settings, read_only) for config in settings.spaces}
+        followers = [s.follower.refresh for s in self.spaces.values() if s.follower is not None]
+        writers = [s for s in self.spaces.values() if s.changes is not None]
+        self.peers = PeerLoop(followers + [s.take_requests for s in writers], [s.publish_status for s in writers])
         self.embedder: Embedder | None = None
         # Query embeddings run here, so that a deadline can cut them off.
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_EMBED_WORKERS, thread_name_prefix="query-embed")
@@ -145,6 +156,7 @@ class Service:
         self.memory.start()
         for space in self.spaces.values():
             space.start()
+        self.peers.start()
         if self.settings.vector_search:
             threading.Thread(target=self.load_model, name="model-loader", daemon=True).start()
 
@@ -176,6 +188,7 @@ class Service:
     def stop(self) -> None:
         self._stopping.set()
         self._model_retries.cancel()
+        self.peers.stop()
         self.memory.stop()
         # Every space is asked first, then waited for: a stop takes the slowest
         # space's time, not the sum (a watcher looks every 0.5 s). SIGTERM to
@@ -389,6 +402,33 @@ class Service:
         _check_limit(limit)
         found = metadata.activated_since(space.lexical, self._filters(space, filters), since, limit)
         return [record for record in found if space.on_disk(record.note)]
+
+
+def open_shared(settings: Settings) -> dict[str, Space]:
+    """Each space as its writer when this worker takes its lock first, else as
+    a follower of the worker that did. The workers open their spaces one at a
+    time (a lock on the index folder): a follower then finds the writer's
+    index, cursor key and lock holder written. A space locked by a process
+    that is not one of this server's workers (`notarium-search index`,
+    another service) is IndexLocked, as for a lone worker."""
+    import fcntl
+
+    from notarium_search.index.folder import lock_owner
+    from notarium_search.lexical.store import IndexLocked
+
+    settings.index_dir.mkdir(parents=True, exist_ok=True)
+    spaces: dict[str, Space] = {}
+    with open(settings.index_dir / ELECTION_LOCK, "a") as election:
+        fcntl.flock(election, fcntl.LOCK_EX)  # released when closed
+        for config in settings.spaces:
+            try:
+                spaces[config.name] = Space(config, settings, share=True)
+            except IndexLocked:
+                owner = lock_owner(settings.index_dir / config.name)
+                if owner is None or owner[1] != os.getppid():
+                    raise
+                spaces[config.name] = Space(config, settings, follow=True)
+    return spaces
 
 
 def _is_embedder_error(exc: BaseException) -> bool:

@@ -17,6 +17,7 @@ copies the context into them).
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -71,6 +72,7 @@ class AccessLog:
                     status=status,  # None: the client went away before an answer started
                     duration_ms=round((time.perf_counter() - started) * 1000, 2),
                     client=(scope.get("client") or (None,))[0],
+                    worker=os.getpid(),  # which of the server's worker processes answered
                 )
 
 

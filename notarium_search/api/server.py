@@ -1,4 +1,4 @@
-"""Serving the application over HTTP: granian, one supervised worker.
+"""Serving the application over HTTP: granian, supervised worker processes.
 
 Chosen over uvicorn by measurement (docs/benchmarks.md, "HTTP server"):
 uvicorn cannot bound the time a client takes to send its headers, and with
@@ -16,12 +16,14 @@ granian, as set up here:
 - believes forwarding headers only from `trusted_proxies` (none by default:
   uvicorn trusted them from 127.0.0.1, so a local client rotating
   X-Forwarded-For was never rate-limited and forged the access log);
-- runs the application in one worker process (one writer per index) that a
-  supervisor restarts when it dies: Tantivy maps its segment files, and a
-  segment truncated under a running reader kills the process with SIGBUS;
-  the new worker finds the damage at open and rebuilds. A worker that dies
-  again within 5.5 s of a restart ends the service (exit 1), for a restart
-  policy (Docker's) to take over.
+- runs the application in `workers` processes (one per core by default),
+  which a supervisor restarts when one dies: Tantivy maps its segment files,
+  and a segment truncated under a running reader kills the process with
+  SIGBUS; a new worker finds damage at open and rebuilds. The first worker
+  to open a space writes it, the others follow its commits
+  (index/follower.py); a writer that dies is replaced by the next worker to
+  start. A worker that dies again within 5.5 s of a restart ends the service
+  (exit 1), for a restart policy (Docker's) to take over.
 
 HTTP speed was within noise of uvicorn's (p50 1.94 vs 2.10 ms, 463 vs 433
 queries/s at 4 clients, interleaved rounds); the supervisor costs ~35 MiB.
@@ -66,9 +68,14 @@ def connection_bound(settings: Settings, soft_limit: int) -> int:
     return max(1, min(settings.max_connections, soft_limit - FD_RESERVE))
 
 
+def worker_count(settings: Settings) -> int:
+    """The `workers` setting, 0 read as the cores this process may run on."""
+    return settings.workers or len(os.sched_getaffinity(0))
+
+
 def serve(settings: Settings, load_app: Callable[[], Any]) -> int:
-    """Run the service until SIGTERM/SIGINT; the exit code (1 when the worker
-    kept dying). `load_app` builds the ASGI app in the worker."""
+    """Run the service until SIGTERM/SIGINT; the exit code (1 when a worker
+    kept dying). `load_app` builds the ASGI app in each worker."""
     from granian.constants import HTTPModes, Interfaces
     from granian.http import HTTP1Settings
     from granian.log import LogLevels
@@ -84,10 +91,11 @@ def serve(settings: Settings, load_app: Callable[[], Any]) -> int:
         max_connections=bound,
         header_timeout=settings.header_timeout,
         trusted_proxies=list(settings.trusted_proxies),
+        workers=worker_count(settings),
     )
     supervisor = os.getpid()
 
-    def worker_app() -> Any:  # in the worker: the one process that opens the indexes
+    def worker_app() -> Any:  # in each worker: the processes that open the indexes
         _die_with(supervisor)
         faulthandler.enable(file=sys.stderr, all_threads=True)  # a fatal signal's stacks, on stderr
         app = load_app()
@@ -102,7 +110,7 @@ def serve(settings: Settings, load_app: Callable[[], Any]) -> int:
         address=settings.host,
         port=settings.port,
         interface=Interfaces.ASGI,  # with the lifespan: the service starts and stops in the worker
-        workers=1,
+        workers=worker_count(settings),
         http=HTTPModes.http1,
         http1_settings=HTTP1Settings(header_read_timeout=round(settings.header_timeout * 1000)),
         backpressure=bound,

@@ -18,7 +18,7 @@ log = get_logger(__name__)
 
 
 def serve_command(settings: Settings, _: argparse.Namespace) -> int:
-    from notarium_search.api.server import serve
+    from notarium_search.api.server import serve, worker_count
 
     configure_logging(settings.log_level)
     # Before anything starts: granian reported a taken port as a JSON log line
@@ -33,12 +33,13 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
     if not index_folders_writable(settings, settings.spaces):  # here, not as a traceback in granian's worker
         return EXIT_SETUP
 
-    def load_app() -> Any:  # in the server's worker process, which alone opens the indexes
+    def load_app() -> Any:  # in each of the server's worker processes, which open the indexes
         from notarium_search.api.app import create_app
         from notarium_search.lexical.store import IndexLocked
+        from notarium_search.service import Service
 
         try:
-            return create_app(settings)
+            return create_app(settings, Service(settings, shared=worker_count(settings) > 1))
         except IndexLocked as exc:
             print(f"notarium-search: {exc}", file=sys.stderr, flush=True)
             os._exit(1)  # the supervisor tries once more, then stops with exit code 1

@@ -21,14 +21,30 @@ CURSOR_KEY_FILE = "cursor.key"
 
 
 def lock_space(directory: Path) -> TextIO:
-    """Take the space's writer lock (held for the space's lifetime); IndexLocked if another process has it."""
-    handle = open(directory / LOCK_FILE, "w")  # noqa: SIM115 - held open for the space's lifetime
+    """Take the space's writer lock (held for the space's lifetime); IndexLocked
+    if another process has it. The holder writes its process id and its
+    parent's into the file: the HTTP server's other workers read there that
+    the writer is one of them (`lock_owner`)."""
+    # Opened without truncating: a process that fails to take the lock must not erase the holder's ids.
+    handle = open(directory / LOCK_FILE, "a+")  # noqa: SIM115 - held open for the space's lifetime
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as exc:
         handle.close()
         raise IndexLocked(f"space index {directory} is in use by another process") from exc
+    handle.truncate(0)
+    handle.write(f"{os.getpid()} {os.getppid()}\n")
+    handle.flush()
     return handle
+
+
+def lock_owner(directory: Path) -> tuple[int, int] | None:
+    """The process id of the lock's holder and of its parent, as it wrote them (None: unknown)."""
+    try:
+        fields = (directory / LOCK_FILE).read_text(encoding="ascii").split()
+        return int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def holds_lock(handle: TextIO, directory: Path) -> bool:

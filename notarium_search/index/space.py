@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TextIO
 
 from notarium_search.graph.channel import GraphChannel
-from notarium_search.index import editor_link
+from notarium_search.index import editor_link, sharing
 from notarium_search.index.folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
+from notarium_search.index.follower import Follower, not_yet_published
 from notarium_search.index.indexer import SpaceIndexer, index_fingerprint
 from notarium_search.index.manifest import Manifest
 from notarium_search.index.status import BUILDING_MESSAGE, DerivedChannel, lexical_status
@@ -53,19 +54,32 @@ class NotIndexed(RuntimeError):
 
 
 class Space:
-    def __init__(self, config: SpaceConfig, settings: Settings, read_only: bool = False, rebuild: bool = False) -> None:
+    def __init__(
+        self,
+        config: SpaceConfig,
+        settings: Settings,
+        read_only: bool = False,
+        rebuild: bool = False,
+        *,
+        share: bool = False,
+        follow: bool = False,
+    ) -> None:
         """`read_only`: open what another process (the service) built, never
         write: for CLI searches beside a running service. `rebuild`: forget
-        the index and build it again from the files."""
+        the index and build it again from the files. Served by several
+        workers (index/follower.py): `share`, the writer also publishes its
+        status and changes and takes the others' requests; `follow`, a worker
+        that is not the writer serves the indexes read-only and follows them."""
         self.config = config
         self.settings = settings
         self.name = config.name
+        read_only = read_only or follow
         self.read_only = read_only
         self.directory = settings.index_dir / config.name
         self._lock: TextIO | None = None
         manifest = Manifest.load(self.directory / "manifest.json", index_fingerprint(config, settings))
-        if read_only:
-            if not manifest.entries or not (self.directory / "lexical" / "meta.json").exists():
+        if read_only:  # a follower's writer made the index before it opened (service.open_shared)
+            if not follow and (not manifest.entries or not (self.directory / "lexical" / "meta.json").exists()):
                 raise NotIndexed(f"space {self.name} is not indexed yet: run `notarium-search index {self.name}`")
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -88,13 +102,18 @@ class Space:
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
         self.lexical_channel = LexicalChannel(self.lexical, settings.ranking, lambda: self.indexer.progress)
         self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost, settings.fusion.k)
+        self.semantic: SemanticChannel | None = None
+        self.follower: Follower | None = None
+        if follow:
+            self.follower = self._follower()
         if read_only and settings.graph_boost:
             self.graph.ensure_built()  # nothing will reconcile: read the committed links now
-        self.semantic: SemanticChannel | None = None
         if settings.vector_search and not read_only:
             from notarium_search.semantic.channel import SemanticChannel
 
             self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
+        self.changes = sharing.ChangeWriter(self.directory) if share and not read_only else None
+        self._published: bytes | None = None
         self.writer = Writer(self.name, self._idle_work)
         if self.semantic is not None:
             self.semantic.wake = self.writer.put  # a paused build resumes on the writer thread
@@ -117,11 +136,22 @@ class Space:
         if self.mismatch is not None and not read_only:
             self.request_repair(self.mismatch)  # the first job: answers come from the old index meanwhile
 
+    def _follower(self) -> Follower:
+        on_semantic = None
+        if self.settings.vector_search:
+            from notarium_search.semantic.follower import FollowedSemanticChannel
+
+            semantic = FollowedSemanticChannel(self.name, self.directory / "vectors", self.lexical)
+            self.semantic, on_semantic = semantic, semantic.refresh
+        return Follower(self.name, self.directory, self.lexical, self.graph, on_semantic)
+
     # -- writer thread ----------------------------------------------------
 
     def start(self) -> None:
         """Start the writer thread, queue the start-up reconcile (changes made
         while the service was down), then follow the files."""
+        if self.follower is not None:
+            return  # the writer is another worker: PeerLoop follows it
         self.writer.start()
         self.request_reindex()
         if self.watcher is not None:
@@ -133,16 +163,32 @@ class Space:
         are kept. `paths` (relative to the space) are the files a watcher saw
         change: the pass can look at those alone; without them it scans every
         file. Requests made before the pass starts are merged into it."""
-        if full:
+        if self.follower is not None:
+            self.follower.ask_reindex(full, paths)
+        elif full:
             self.writer.put(self._full_reindex_job)
         else:
             self.writer.request_pass(self._reconcile_job, paths)
+
+    def take_requests(self) -> None:
+        """What the other workers asked for since the last look (a shared writer)."""
+        for request in sharing.take_requests(self.directory):
+            if request.kind == "repair":
+                self.request_repair(f"seen by another worker: {request.reason}")
+            else:
+                self.request_reindex(request.kind == "full", request.paths)
+
+    def publish_status(self) -> None:
+        """Publish the status for the other workers when it changed (a shared writer)."""
+        self._published = sharing.publish_status(self.directory, self.status(), self._published)
 
     def attach_embedder(self, embedder: Embedder) -> None:
         """The model is loaded: build or open the vectors (on the writer thread;
         again later when their files could not be read for a passing reason,
         or the embedding server failed on the reference passages)."""
-        if self.semantic is not None:
+        if self.follower is not None and self.semantic is not None:
+            self.semantic.attach(embedder)  # reads the writer's vectors: no writer thread here
+        elif self.semantic is not None:
             semantic = self.semantic
 
             def attach() -> None:
@@ -196,7 +242,9 @@ class Space:
     def request_repair(self, reason: str) -> None:
         """The lexical index failed a read: rebuild it from the notes (once,
         however many requests saw the failure)."""
-        if not self._repair_queued.is_set():
+        if self.follower is not None:
+            self.follower.ask_repair(reason)
+        elif not self._repair_queued.is_set():
             self._repair_queued.set()
             log.error("lexical_index_damaged", space=self.name, reason=reason)
             self.repaired = f"lexical index damaged ({reason}): rebuilding from the notes"
@@ -262,6 +310,8 @@ class Space:
         self._pass()
         for channel in self._derived():
             channel.rebuild()
+        if self.changes is not None:
+            self.changes.record(everything=True)
 
     def _reconcile_job(self) -> None:
         paths = self.writer.take_pending()
@@ -289,6 +339,8 @@ class Space:
         progress = self._pass(on_progress, paths)
         for channel in self._derived():
             channel.after_lexical(progress.changed_ids, progress.deleted_ids)
+        if self.changes is not None:
+            self.changes.record(progress.changed_ids, progress.deleted_ids)
         return progress
 
     def _pass(
@@ -367,6 +419,8 @@ class Space:
 
     @property
     def ready(self) -> bool:
+        if self.follower is not None:
+            return self.follower.ready
         return self.indexer.progress.state == IndexState.READY
 
     @property
@@ -409,6 +463,11 @@ class Space:
         return False
 
     def status(self) -> SpaceStatus:
+        if self.follower is not None:
+            notes = int(self.lexical.searcher().num_docs)
+            semantic = self.semantic.status() if self.semantic is not None else ChannelStatus(ChannelState.DISABLED)
+            followed = self.follower.status(notes, semantic, self.graph.status())
+            return followed or not_yet_published(self.name, str(self.config.path), self.config.language, notes)
         if not self.read_only and self.lexical.folder_missing:
             # Deleted under the running service: answers still come from the open
             # files, but nothing could be committed; rebuilt now rather than at the next edit.

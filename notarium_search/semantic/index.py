@@ -132,9 +132,16 @@ def text_digest(text: str) -> str:
 
 
 class SemanticIndex:
-    def __init__(self, directory: Path, embedder: Embedder) -> None:
+    def __init__(
+        self, directory: Path, embedder: Embedder, read_only: bool = False, reference: np.ndarray | None = None
+    ) -> None:
+        """`read_only`: the vectors another process writes (the HTTP server's
+        other workers, semantic/follower.py): read what its manifest names, never
+        delete or write anything. `reference`: the reference passages' vectors
+        when already embedded with this model."""
         self.directory = directory
         self.embedder = embedder
+        self.read_only = read_only
         self.fingerprint = f"{embedder.fingerprint}-{CHUNKING_FINGERPRINT}"
         self._lock = threading.Lock()
         # note id → {fragment id → fragment to embed}: planning one note must not
@@ -152,11 +159,13 @@ class SemanticIndex:
         self.progress = SemanticProgress()
         # The reference passages' vectors, embedded once per model (~0.3 s):
         # what unrelated text scores against a query (semantic/calibration.py).
-        self.reference = (
-            embedder.embed_passages(list(REFERENCE_PASSAGES)) if embedder.config.relevance_margin is not None else None
-        )
+        if reference is None and embedder.config.relevance_margin is not None:
+            reference = embedder.embed_passages(list(REFERENCE_PASSAGES))
+        self.reference = reference if embedder.config.relevance_margin is not None else None
         self.repaired: str | None = None  # why the index was rebuilt at open, for status
-        directory.mkdir(parents=True, exist_ok=True)
+        self.unread: str | None = None  # read-only: why the saved vectors could not be used
+        if not read_only:
+            directory.mkdir(parents=True, exist_ok=True)
         self._load()
 
     # -- open / save -------------------------------------------------------
@@ -192,7 +201,7 @@ class SemanticIndex:
             return
         try:
             store = VectorStore.load(
-                self._vector_path(manifest.generation), self.embedder.config.dim, manifest.checksum
+                self._vector_path(manifest.generation), self.embedder.config.dim, manifest.checksum, self.read_only
             )
         except VectorStoreCorrupt as exc:
             self._reset(f"vector index corrupt ({exc}): rebuilding from the notes")
@@ -202,6 +211,10 @@ class SemanticIndex:
         self._dirty = False
 
     def _reset(self, reason: str | None) -> None:
+        if self.read_only:  # the writer repairs; a reader answers without vectors meanwhile
+            self.unread = reason or "vectors of another model or chunking"
+            log.info("vector_index_not_read", directory=str(self.directory), reason=self.unread)
+            return
         if reason:
             log.warning("vector_index_repair", directory=str(self.directory), reason=reason)
             self.repaired = reason
@@ -215,7 +228,7 @@ class SemanticIndex:
     def checkpoint(self) -> None:
         """Persist the vectors and the manifest that names them (see module doc).
         Nothing is written when nothing changed since the last checkpoint."""
-        if not self._dirty:
+        if not self._dirty or self.read_only:
             return
         self.directory.mkdir(parents=True, exist_ok=True)  # deleted under the service: written anew
         with self._lock:

@@ -129,14 +129,16 @@ class VectorStore:
         return self._dim
 
     @classmethod
-    def load(cls, path: Path, dim: int, checksum: str) -> VectorStore:
-        """The store saved at `path`, whose bytes must have `checksum`.
+    def load(cls, path: Path, dim: int, checksum: str, view: bool = False) -> VectorStore:
+        """The store saved at `path`, whose bytes must have `checksum`;
+        `view`: mapped from the file rather than copied into memory (a reader
+        that never adds: the workers that follow a writer share its pages).
 
         Raises VectorStoreCorrupt when the file is missing, unreadable, does
         not match the checksum, or holds another dimension or format."""
         data = _read_verified(path, checksum)
         store = cls(dim)
-        store._index = _restore(path, data, dim)
+        store._index = _restore(path, data, dim, view)
         return store
 
     def save(self, path: Path) -> str:
@@ -309,8 +311,10 @@ def _read_verified(path: Path, checksum: str) -> bytes:
     return data
 
 
-def _restore(path: Path, data: bytes, dim: int) -> Index:
-    """An index loaded (copied into memory) from verified bytes."""
+def _restore(path: Path, data: bytes, dim: int, view: bool = False) -> Index:
+    """An index loaded (copied into memory) from verified bytes, or mapped
+    from the file that held them (`view`: the file is never rewritten in place,
+    a checkpoint writes a new one)."""
     from usearch.compiled import MetricKind, ScalarKind
     from usearch.index import Index
 
@@ -328,7 +332,10 @@ def _restore(path: Path, data: bytes, dim: int) -> Index:
         )
     index = _new_index(dim)
     try:
-        index.load(data)
+        if view:
+            index.view(str(path))
+        else:
+            index.load(data)
     except Exception as exc:
         raise VectorStoreCorrupt(f"vector file unreadable by usearch: {path}: {exc}") from exc
     return index

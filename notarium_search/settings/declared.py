@@ -202,6 +202,11 @@ class Settings:
     """Connections held open at once; more wait in the
     system's queue until one ends (never refused). Cut to what the file
     descriptor limit leaves after a reserve for the indexes."""
+    workers: Annotated[int, Env("NOTARIUM_WORKERS"), Meta(ge=0, le=64)] = 0
+    """Worker processes serving HTTP; 0: one per core available. One of them
+    writes each space's indexes, the others read them and follow its commits
+    (docs/operations.md, "Workers"); each loads its own copy of the model
+    with VECTOR_SEARCH."""
     log_level: Annotated[str, Env("NOTARIUM_LOG_LEVEL"), Choices("debug", "info", "warning", "error")] = "info"
     """debug, info, warning or error."""
     language: Annotated[str, Env("NOTARIUM_LANGUAGE"), Choices(*LANGUAGES)] = "fr"

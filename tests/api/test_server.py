@@ -318,7 +318,7 @@ def test_a_worker_killed_by_sigbus_is_replaced_and_repairs_the_index(vault: Vaul
     kills the process with SIGBUS, which nothing can catch. The supervisor
     starts a new worker, which finds the damage at open and rebuilds."""
     write_notes(vault, 300)
-    with served(vault, tmp_path) as server, server.client() as client:
+    with served(vault, tmp_path, NOTARIUM_WORKERS="1") as server, server.client() as client:
         first = server.workers()
         lexical = server.index_dir / "notes" / "lexical"
         for segment in lexical.iterdir():
@@ -347,10 +347,11 @@ def test_a_worker_killed_by_sigbus_is_replaced_and_repairs_the_index(vault: Vaul
 @pytest.mark.slow
 def test_a_killed_supervisor_takes_its_worker_and_the_index_lock_with_it(vault: Vault, tmp_path: Path):
     write_notes(vault, 3)
-    server = Served(vault, tmp_path)
+    server = Served(vault, tmp_path, NOTARIUM_WORKERS="2")
     try:
         server.wait_ready()
-        (worker,) = server.workers()
+        workers = server.workers()
+        assert len(workers) == 2
         os.kill(server.process.pid, signal.SIGKILL)
         server.process.wait()
 
@@ -364,7 +365,7 @@ def test_a_killed_supervisor_takes_its_worker_and_the_index_lock_with_it(vault: 
 
         eventually(lock_free, timeout=STARTUP_SECONDS)
 
-        def worker_gone() -> bool:
+        def worker_gone(worker: int) -> bool:
             try:
                 return "Z" in Path(f"/proc/{worker}/stat").read_text().split()[2]  # a zombie: it has exited
             except FileNotFoundError:
@@ -372,6 +373,73 @@ def test_a_killed_supervisor_takes_its_worker_and_the_index_lock_with_it(vault: 
 
         # The worker stops gracefully on PDEATHSIG: it releases the lock while
         # it stops, a moment before it exits (asserting both at once raced).
-        eventually(worker_gone, timeout=STARTUP_SECONDS)
+        for worker in workers:
+            eventually(lambda: worker_gone(worker), timeout=STARTUP_SECONDS)  # noqa: B023 - waited for at once
     finally:
         server.stop()
+
+
+def answering_workers(server: Served, client: httpx.Client, query: str, requests: int = 40) -> dict[int, int]:
+    """Searches sent on new connections, so that every worker takes some: the
+    worker that answered each (its access line) → how many it found."""
+    found: dict[str, int] = {}
+    for _ in range(requests):
+        answer = client.get("/spaces/notes/search", params={"q": query, "limit": 100}, headers={"Connection": "close"})
+        assert answer.status_code == 200
+        found[answer.headers["x-request-id"]] = len(answer.json()["results"])
+    by_worker: dict[int, int] = {}
+
+    def logged() -> bool:
+        lines = {r["request_id"]: r for r in server.records() if r["event"] == "request" and "worker" in r}
+        if not found.keys() <= lines.keys():
+            return False
+        for request_id, count in found.items():
+            by_worker[int(lines[request_id]["worker"])] = count  # type: ignore[call-overload]
+        return True
+
+    eventually(logged, timeout=ANSWER_SECONDS)  # an access line is written just after its answer
+    return by_worker
+
+
+def writer_of(server: Served) -> int:
+    return int((server.index_dir / "notes" / "writer.lock").read_text().split()[0])
+
+
+@pytest.mark.slow
+def test_several_workers_serve_one_writers_commits_and_survive_a_crash(vault: Vault, tmp_path: Path):
+    """NOTARIUM_WORKERS=2: both workers answer; an edit the writer commits is
+    found through either; a follower killed by SIGBUS (what a truncated file
+    does) costs only itself; the writer killed is replaced by a new one."""
+    write_notes(vault, 30)
+    with served(vault, tmp_path, NOTARIUM_WORKERS="2") as server, server.client() as client:
+        workers = set(server.workers())
+        assert len(workers) == 2
+        writer = writer_of(server)
+        assert writer in workers
+        assert answering_workers(server, client, "interoperabilite") == dict.fromkeys(workers, 30)
+
+        vault.write("ajout.md", "---\nid: ajout\n---\nUn quokka.\n")  # the writer's watcher sees it
+        eventually(lambda: set(answering_workers(server, client, "quokka", 10).values()) == {1})
+        assert answering_workers(server, client, "quokka") == dict.fromkeys(workers, 1)
+
+        (follower,) = workers - {writer}
+        os.kill(follower, signal.SIGBUS)
+        for _ in range(20):  # the other worker answers meanwhile
+            with contextlib.suppress(httpx.TransportError):  # a request the dead worker had accepted
+                client.get("/spaces/notes/search", params={"q": "quokka"}, headers={"Connection": "close"})
+        eventually(lambda: len(server.workers()) == 2 and follower not in server.workers(), timeout=STARTUP_SECONDS)
+        assert writer_of(server) == writer
+        assert server.process.poll() is None
+        workers = set(server.workers())
+        eventually(lambda: answering_workers(server, client, "quokka").keys() == workers, timeout=STARTUP_SECONDS)
+
+        os.kill(writer, signal.SIGKILL)
+        eventually(lambda: len(server.workers()) == 2 and writer not in server.workers(), timeout=STARTUP_SECONDS)
+        eventually(lambda: writer_of(server) in server.workers(), timeout=STARTUP_SECONDS)  # a new writer
+        vault.write("encore.md", "---\nid: encore\n---\nUn second quokka.\n")
+        eventually(
+            lambda: set(answering_workers(server, client, "quokka", 10).values()) == {2}, timeout=STARTUP_SECONDS
+        )
+        assert server.process.poll() is None
+    events = [str(r["event"]) for r in server.records()]
+    assert events.count("Unexpected exit from worker-1") + events.count("Unexpected exit from worker-2") == 2

@@ -165,6 +165,21 @@ def test_save_load_round_trip_gives_identical_results(rng: np.random.Generator, 
     np.testing.assert_array_equal(loaded.vectors([1, 2, 499]), store.vectors([1, 2, 499]))
 
 
+def test_a_store_viewed_from_its_file_answers_as_the_saved_one(rng: np.random.Generator, tmp_path: Path):
+    """What a follower worker reads (semantic/follower.py): mapped, not copied,
+    and still answering once the writer's next checkpoint deleted the file."""
+    store = filled(random_vectors(rng, 500))
+    store.remove(range(0, 500, 10))
+    path = tmp_path / "space.usearch"
+    viewed = VectorStore.load(path, DIM, store.save(path), view=True)
+    path.unlink()
+    assert len(viewed) == 450
+    for query in random_vectors(rng, 20):
+        assert viewed.search(query, 10) == store.search(query, 10)
+        assert viewed.search(query, 5, {1, 2, 3, 499}) == store.search(query, 5, {1, 2, 3, 499})
+    np.testing.assert_array_equal(viewed.vectors([1, 2, 499]), store.vectors([1, 2, 499]))
+
+
 @pytest.fixture
 def saved(rng: np.random.Generator, tmp_path: Path) -> tuple[Path, str]:
     path = tmp_path / "space.usearch"

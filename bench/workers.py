@@ -1,0 +1,174 @@
+"""Throughput and memory by number of worker processes (`NOTARIUM_WORKERS`).
+
+    python -m bench.workers --root ROOT --index INDEX --workers 1 --workers 2 [--graph] [--model PACK]
+
+For each worker count, alternately (`--rounds`), a `notarium-search serve`
+on the same indexed vault (ROOT and INDEX as in NOTARIUM_SPACES_ROOT /
+NOTARIUM_INDEX_DIR; its first space) answers the piaf-fr and cranfield
+questions (shuffled with a fixed seed):
+
+- one keep-alive client for `--seconds`: queries/s, p50 and p99;
+- `--clients` (16) clients, each a thread with its own keep-alive
+  connection, for `--seconds`: queries/s, p50 and p99, and how many of the
+  answers each worker gave (the access log's `worker`);
+- memory of the whole process tree, ready and idle, then at the end of the
+  concurrent run: the sum of RSS (pages shared between processes counted
+  once per process) and of PSS (shared pages split between them).
+
+The clients run as threads of this process, as in bench/scale.py: on 2
+cores they share the CPUs with the server. Build and index the vault first
+(`bench.perf_lexical.build_space`, then `notarium-search index`; with
+VECTOR_SEARCH=1 and the model for `--model`). The server does not watch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections import Counter
+from pathlib import Path
+
+from bench.http_tail import questions, wait_ready
+
+
+def tree_memory(root: int) -> tuple[float, float]:
+    """(sum of RSS, sum of PSS) in MiB of `root` and its children."""
+    pids = [root]
+    children = Path(f"/proc/{root}/task/{root}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    rss = pss = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+        except OSError:
+            continue
+    return rss / 1024, pss / 1024
+
+
+def load(port: int, paths: list[str], clients: int, seconds: float) -> tuple[float, list[float], Counter[str]]:
+    """Queries/s, sorted latencies (ms) and the request ids answered."""
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    ids: list[list[str]] = [[] for _ in range(clients)]
+    barrier = threading.Barrier(clients + 1)
+    deadline = [0.0]
+
+    def client(k: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        index = k * len(paths) // clients
+        barrier.wait()
+        while time.perf_counter() < deadline[0]:
+            started = time.perf_counter()
+            connection.request("GET", paths[index % len(paths)])
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"search answered {response.status}")
+            latencies[k].append(1000 * (time.perf_counter() - started))
+            ids[k].append(response.getheader("x-request-id") or "")
+            index += 1
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for thread in threads:
+        thread.start()
+    deadline[0] = time.perf_counter() + seconds
+    began = time.perf_counter()
+    barrier.wait()
+    for thread in threads:
+        thread.join()
+    took = time.perf_counter() - began
+    flat = sorted(x for per in latencies for x in per)
+    return len(flat) / took, flat, Counter(i for per in ids for i in per)
+
+
+def by_worker(log_path: Path, answered: Counter[str]) -> list[int]:
+    """How many of `answered` each worker gave, most first."""
+    workers: Counter[int] = Counter()
+    for line in log_path.read_text(errors="replace").splitlines():
+        if line.startswith("{") and '"request"' in line:
+            record = json.loads(line)
+            if record.get("request_id") in answered and "worker" in record:
+                workers[int(record["worker"])] += 1
+    return sorted(workers.values(), reverse=True)
+
+
+def percentile(values: list[float], p: float) -> float:
+    return values[min(len(values) - 1, int(p * len(values)))]
+
+
+def run(workers: int, args: argparse.Namespace, paths: list[str], folder: Path, port: int) -> dict[str, object]:
+    log_path = folder / f"serve-{workers}-{port}.log"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("NOTARIUM_")},
+        "NOTARIUM_SPACES_ROOT": str(args.root),
+        "NOTARIUM_INDEX_DIR": str(args.index),
+        "NOTARIUM_PORT": str(port),
+        "NOTARIUM_WATCH": "0",
+        "NOTARIUM_RATE_LIMIT": "0",
+        "NOTARIUM_WORKERS": str(workers),
+        "NOTARIUM_LOG_LEVEL": "info",  # the access lines say which worker answered
+        "GRAPH_BOOST": "1" if args.graph else "0",
+        "VECTOR_SEARCH": "1" if args.model else "0",
+        **({"NOTARIUM_MODEL_DIR": str(args.model)} if args.model else {}),
+    }
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "notarium_search", "serve"], env=env, stdout=log, stderr=log)
+    try:
+        space = wait_ready(port, process, semantic=args.model is not None)
+        time.sleep(args.settle)  # every worker read the vectors; start-up collections over
+        space_paths = [p.replace("{space}", space) for p in paths]
+        idle = tree_memory(process.pid)
+        rate1, single, _ = load(port, space_paths, 1, args.seconds)
+        rate, many, answered = load(port, space_paths, args.clients, args.seconds)
+        peak = tree_memory(process.pid)
+    finally:
+        process.terminate()
+        process.wait()
+    return {
+        "workers": workers,
+        "one_client": {"qps": round(rate1), "p50": percentile(single, 0.5), "p99": percentile(single, 0.99)},
+        "clients": args.clients,
+        "many_clients": {"qps": round(rate), "p50": percentile(many, 0.5), "p99": percentile(many, 0.99)},
+        "answers_by_worker": by_worker(log_path, answered),
+        "memory_mib": {"idle_rss": idle[0], "idle_pss": idle[1], "peak_rss": peak[0], "peak_pss": peak[1]},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--workers", type=int, action="append", required=True, help="a worker count (repeat)")
+    parser.add_argument("--graph", action="store_true", help="GRAPH_BOOST=1")
+    parser.add_argument("--model", type=Path, help="a model pack: VECTOR_SEARCH=1 (hybrid)")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--settle", type=float, default=3.0, help="seconds between ready and the first query")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--port", type=int, default=18891)
+    parser.add_argument("--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval")
+    args = parser.parse_args(argv)
+    texts = questions(args.eval_dir)
+    paths = [f"/spaces/{{space}}/search?{urllib.parse.urlencode({'q': q, 'limit': 10})}" for q in texts]
+    with tempfile.TemporaryDirectory(prefix="bench-workers-") as folder:
+        for round_number in range(1, args.rounds + 1):
+            for workers in args.workers:
+                result = run(workers, args, paths, Path(folder), args.port)
+                print(json.dumps({"round": round_number, **result}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

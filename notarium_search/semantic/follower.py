@@ -1,0 +1,115 @@
+"""The semantic channel of a space whose writer is another process (the HTTP
+server's other workers): it embeds queries with its own copy of the model,
+and answers from the vectors the writer checkpoints, read again whenever the
+writer's manifest changes. It never plans, embeds notes or writes.
+
+It is ready when the writer says its channel is ready and the vectors are
+read: while the writer builds, its own answers are lexical too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from notarium_search.lexical.store import LexicalIndex
+from notarium_search.logsetup import get_logger
+from notarium_search.semantic.channel import SemanticChannel
+from notarium_search.semantic.embedding import Embedder
+from notarium_search.semantic.index import SemanticIndex
+from notarium_search.storage.faults import StorageFault
+from notarium_search.types import ChannelState, ChannelStatus
+
+log = get_logger(__name__)
+
+MANIFEST = "vectors.json"
+
+
+def file_signature(path: Path) -> tuple[int, int, int] | None:
+    """What tells one version of a file from the next (inode, size, mtime), or None: no file."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+class FollowedSemanticChannel(SemanticChannel):
+    def __init__(self, space_name: str, directory: Path, lexical_index: LexicalIndex) -> None:
+        super().__init__(space_name, directory, lexical_index)
+        self.embedder: Embedder | None = None
+        self.published = ChannelStatus(ChannelState.BUILDING, "model loading")
+        self._read: tuple[int, int, int] | None = None  # the manifest version the vectors were read from
+
+    def attach(self, embedder: Embedder, in_slices: bool = False) -> None:
+        """The model is loaded (for queries): read the writer's vectors."""
+        self.embedder = embedder
+        self.unavailable = None
+        self.refresh(self.published)
+
+    def refresh(self, published: ChannelStatus | None) -> None:
+        """Follow the writer: its status, and its vectors when it saved new ones."""
+        if published is not None:
+            self.published = published
+        if self.embedder is None:
+            return
+        signature = file_signature(self.directory / MANIFEST)
+        if signature is None or signature == self._read:
+            return
+        reference = self.index.reference if self.index is not None else None
+        try:
+            index = SemanticIndex(self.directory, self.embedder, read_only=True, reference=reference)
+        except StorageFault as exc:  # a passing fault: tried again at the next look
+            log.warning("vectors_not_read", space=self.space_name, error=str(exc))
+            return
+        if index.unread is not None:
+            # Another model's vectors (the writer has not yet rebuilt them), or
+            # a file replaced while it was read: the next look tries again.
+            return
+        self.index, self._read = index, signature
+
+    # -- what the writer does, a follower does not ------------------------
+
+    def replan(self, in_slices: bool = False) -> None:
+        pass
+
+    def rebuild(self) -> None:
+        pass
+
+    def after_lexical(self, changed: set[str], deleted: set[str]) -> None:
+        pass
+
+    @property
+    def has_work(self) -> bool:
+        return False
+
+    # -- readers -----------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.index is not None and self.published.state == ChannelState.READY
+
+    @property
+    def building(self) -> bool:
+        return not self.unavailable and self.published.state == ChannelState.BUILDING
+
+    def why_not_ready(self) -> str:
+        if self.unavailable:
+            return self.unavailable
+        if self.embedder is None:
+            return "model loading"
+        state = self.published
+        if state.state == ChannelState.UNAVAILABLE:
+            return state.reason or "unavailable"
+        if state.state == ChannelState.READY:
+            return "reading the vectors"
+        if state.total:
+            return f"index building: {state.embedded or 0}/{state.total} fragments embedded"
+        return f"index building: {state.reason or 'model loading'}"
+
+    def status(self) -> ChannelStatus:
+        if self.unavailable:
+            return ChannelStatus(ChannelState.UNAVAILABLE, self.unavailable)
+        if self.published.state == ChannelState.READY and not self.ready:
+            return ChannelStatus(ChannelState.BUILDING, self.why_not_ready())
+        return self.published
