@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from notarium_search.collector import HEAP
 from notarium_search.graph.channel import GraphChannel
 from notarium_search.index import sharing
 from notarium_search.lexical.store import LexicalIndex
@@ -56,7 +57,7 @@ class Follower:
         directory: Path,
         lexical: LexicalIndex,
         graph: GraphChannel,
-        on_semantic: Callable[[ChannelStatus | None], None] | None,
+        on_semantic: Callable[[ChannelStatus | None], bool] | None,
     ) -> None:
         """`on_semantic`: the semantic channel's refresh (None: VECTOR_SEARCH off)."""
         self.name = name
@@ -73,9 +74,13 @@ class Follower:
         journal = sharing.read_journal(directory)
         self._epoch, self._serial = (journal.epoch, journal.last_serial) if journal else ("", 0)
         self.repair_asked = False
+        self._built = True  # the graph read at open: frozen at the first look
 
     def refresh(self) -> None:
-        """One look at the writer's files; what changed is followed."""
+        """One look at the writer's files; what changed is followed, and what
+        it built is then kept out of full garbage collections, as the
+        writer's jobs are (collector.py)."""
+        changed, self._built = self._built, False
         status = file_signature(self.directory / sharing.STATUS_FILE)
         if status != self._status_seen:
             self._status_seen = status
@@ -86,11 +91,14 @@ class Follower:
             self.lexical.reload()  # before the journal: its entries name committed notes
             self._meta = meta
             self.repair_asked = False  # a new commit: a read failing again is new damage
+            changed = True
         if journal != self._journal_seen:
             self._journal_seen = journal
             self._follow_journal()
         if self._on_semantic is not None:
-            self._on_semantic(self.published.semantic if self.published else None)
+            changed |= self._on_semantic(self.published.semantic if self.published else None)
+        if changed:
+            HEAP.after_job()
 
     def _follow_journal(self) -> None:
         journal = sharing.read_journal(self.directory)

@@ -81,7 +81,11 @@ def publish_status(directory: Path, status: SpaceStatus, last: bytes | None) -> 
     """Write the status when it changed since `last` (its encoding, returned)."""
     data = msgspec.json.encode(status)
     if data != last:
-        write_atomic(directory / STATUS_FILE, data)
+        # Replaced whole, but not synced: up to 4 writes a second while a
+        # space builds, and a status lost in a crash is published again.
+        temporary = directory / f".{STATUS_FILE}.tmp"
+        temporary.write_bytes(data)
+        os.replace(temporary, directory / STATUS_FILE)
     return data
 
 

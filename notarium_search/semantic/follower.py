@@ -42,31 +42,32 @@ class FollowedSemanticChannel(SemanticChannel):
         self._read: tuple[int, int, int] | None = None  # the manifest version the vectors were read from
 
     def attach(self, embedder: Embedder, in_slices: bool = False) -> None:
-        """The model is loaded (for queries): read the writer's vectors."""
+        """The model is loaded (for queries): the next `refresh` reads the writer's vectors."""
         self.embedder = embedder
         self.unavailable = None
-        self.refresh(self.published)
 
-    def refresh(self, published: ChannelStatus | None) -> None:
-        """Follow the writer: its status, and its vectors when it saved new ones."""
+    def refresh(self, published: ChannelStatus | None) -> bool:
+        """Follow the writer: its status, and its vectors when it saved new
+        ones; returns whether they were read anew."""
         if published is not None:
             self.published = published
         if self.embedder is None:
-            return
+            return False
         signature = file_signature(self.directory / MANIFEST)
         if signature is None or signature == self._read:
-            return
+            return False
         reference = self.index.reference if self.index is not None else None
         try:
             index = SemanticIndex(self.directory, self.embedder, read_only=True, reference=reference)
         except StorageFault as exc:  # a passing fault: tried again at the next look
             log.warning("vectors_not_read", space=self.space_name, error=str(exc))
-            return
+            return False
         if index.unread is not None:
             # Another model's vectors (the writer has not yet rebuilt them), or
             # a file replaced while it was read: the next look tries again.
-            return
+            return False
         self.index, self._read = index, signature
+        return True
 
     # -- what the writer does, a follower does not ------------------------
 

@@ -164,7 +164,9 @@ def test_the_follower_reads_vectors_of_its_own_model_only(vault: Vault, tmp_path
         other = load_embedder(models_dir() / "multilingual-e5-small-int8")
         semantic.index = None
         semantic._read = None
+        follower.peers.stop()  # the test looks itself
         semantic.attach(other)
+        assert not semantic.refresh(None)
         assert semantic.index is None
         assert not semantic.ready
         assert (vault.index_dir / "notes" / "vectors" / "vectors.json").exists()
