@@ -91,6 +91,7 @@ def run(tree: Path, args: argparse.Namespace, texts: list[str], hook_dir: Path, 
         "NOTARIUM_PORT": str(port),
         "NOTARIUM_WATCH": "0",
         "NOTARIUM_RATE_LIMIT": "0",
+        "NOTARIUM_WORKERS": "1",  # one worker, as the runs of docs/benchmarks.md
         "GRAPH_BOOST": "1" if args.graph else "0",
         "VECTOR_SEARCH": "1" if args.model else "0",
         **({"NOTARIUM_MODEL_DIR": str(args.model)} if args.model else {}),

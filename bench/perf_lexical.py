@@ -632,6 +632,9 @@ def server_env(spaces_root: Path, index_dir: Path, port: int, extra: Mapping[str
         NOTARIUM_PORT=str(port),
         NOTARIUM_LOG_LEVEL="warning",
         NOTARIUM_RATE_LIMIT="0",  # measures throughput, not the per-client limit
+        # One worker, whose process these figures read (`Server.owner_pid`), as
+        # in every earlier run; bench/workers.py compares worker counts.
+        NOTARIUM_WORKERS="1",
     )
     env.update(extra or {})
     return env
