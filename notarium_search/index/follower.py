@@ -28,7 +28,7 @@ from notarium_search.index import sharing
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic.follower import file_signature
-from notarium_search.storage.faults import StorageFault
+from notarium_search.storage.faults import IndexFolderMissing, StorageFault
 from notarium_search.types import (
     ChannelState,
     ChannelStatus,
@@ -48,6 +48,7 @@ PUBLISH_INTERVAL_SECONDS = 0.25
 log = get_logger(__name__)
 
 WAITING_FOR_WRITER = "waiting for the writer's first status"
+MAX_REQUEST_PATHS = 1_000  # files named in one reconcile request; more: every file
 
 
 class Follower:
@@ -75,6 +76,11 @@ class Follower:
         self._epoch, self._serial = (journal.epoch, journal.last_serial) if journal else ("", 0)
         self.repair_asked = False
         self._built = True  # the graph read at open: frozen at the first look
+        # A reconcile asked for since the last look, sent at the next one: the
+        # files of one search's vanished hits make one request, not one each.
+        self._reconcile_asked = False
+        self._reconcile_paths: set[str] | None = set()  # None: every file
+        self._asking = threading.Lock()  # request threads ask, the peer thread sends
 
     def refresh(self) -> None:
         """One look at the writer's files; what changed is followed, and what
@@ -85,25 +91,30 @@ class Follower:
         if status != self._status_seen:
             self._status_seen = status
             self.published = sharing.read_status(self.directory) or self.published
-        journal = file_signature(self.directory / sharing.JOURNAL_FILE)
+        self._send_reconcile()
+        journal_seen = file_signature(self.directory / sharing.JOURNAL_FILE)
+        # Read before the reload: its entries name notes the reloaded searcher
+        # holds. Read after, an entry journaled meanwhile would be applied from
+        # the older searcher, then counted as seen.
+        journal = sharing.read_journal(self.directory) if journal_seen != self._journal_seen else None
         meta = file_signature(self.directory / "lexical" / "meta.json")
-        if meta != self._meta or journal != self._journal_seen:
-            self.lexical.reload()  # before the journal: its entries name committed notes
+        if meta != self._meta or journal is not None:
+            published = self.published
+            emptied = published is not None and published.lexical.state == IndexState.READY and published.notes == 0
+            if not self.lexical.reload(keep_if_emptied=not emptied):
+                return  # a repair's new empty index: the notes it had are served until the rebuild commits
             self._meta = meta
             self.repair_asked = False  # a new commit: a read failing again is new damage
             changed = True
-        if journal != self._journal_seen:
-            self._journal_seen = journal
-            self._follow_journal()
+        if journal is not None:
+            self._journal_seen = journal_seen
+            self._follow_journal(journal)
         if self._on_semantic is not None:
             changed |= self._on_semantic(self.published.semantic if self.published else None)
         if changed:
             HEAP.after_job()
 
-    def _follow_journal(self) -> None:
-        journal = sharing.read_journal(self.directory)
-        if journal is None:
-            return
+    def _follow_journal(self, journal: sharing.Journal) -> None:
         entries = journal.since(self._epoch, self._serial)
         self._epoch, self._serial = journal.epoch, journal.last_serial
         if entries is None or any(entry.everything for entry in entries):
@@ -117,21 +128,41 @@ class Follower:
         return self.published is not None and self.published.lexical.state == IndexState.READY
 
     def ask_reindex(self, full: bool, paths: Iterable[str] | None) -> None:
-        kind: sharing.RequestKind = "full" if full else "reconcile"
-        self._ask(sharing.Request(kind, sorted(paths) if paths is not None else None))
+        if full:
+            self._ask(sharing.Request("full"))
+            return
+        with self._asking:
+            self._reconcile_asked = True
+            if paths is None or self._reconcile_paths is None:
+                self._reconcile_paths = None
+            else:
+                self._reconcile_paths.update(paths)
+                if len(self._reconcile_paths) > MAX_REQUEST_PATHS:
+                    self._reconcile_paths = None  # as many as that: every file
+
+    def _send_reconcile(self) -> None:
+        with self._asking:
+            if not self._reconcile_asked:
+                return
+            paths = sorted(self._reconcile_paths) if self._reconcile_paths is not None else None
+            self._reconcile_asked, self._reconcile_paths = False, set()
+        self._ask(sharing.Request("reconcile", paths))
 
     def ask_repair(self, reason: str) -> None:
         if not self.repair_asked:
             self.repair_asked = True
             log.error("lexical_index_damaged", space=self.name, reason=reason, action="asking the writer")
-            self._ask(sharing.Request("repair", reason=reason))
+            if not self._ask(sharing.Request("repair", reason=reason)):
+                self.repair_asked = False  # the next read that fails asks again
 
-    def _ask(self, request: sharing.Request) -> None:
+    def _ask(self, request: sharing.Request) -> bool:
         try:
-            if not sharing.ask(self.directory, request):
-                log.warning("writer_requests_full", space=self.name, dropped=request.kind)
+            if sharing.ask(self.directory, request):
+                return True
+            log.warning("writer_requests_full", space=self.name, dropped=request.kind)
         except OSError as exc:
             log.error("writer_request_failed", space=self.name, kind=request.kind, error=str(exc))
+        return False
 
     def status(self, notes: int, semantic: ChannelStatus, graph: ChannelStatus) -> SpaceStatus | None:
         """The writer's status, with this worker's note count and channels; None before any."""
@@ -146,7 +177,8 @@ class Follower:
             skipped=published.skipped,
             lexical=published.lexical,
             semantic=semantic,
-            graph=graph,
+            # Its own graph follows its searcher; while the writer reads the links, say so.
+            graph=graph if published.graph.state == ChannelState.READY else published.graph,
             message=published.message,
             collections=published.collections,
             watch=published.watch,
@@ -187,7 +219,7 @@ class PeerLoop:
             for step in steps:
                 try:
                     step()
-                except (StorageFault, OSError, ValueError) as exc:  # a passing fault: the next round tries again
+                except (StorageFault, IndexFolderMissing, OSError, ValueError) as exc:  # the next round tries again
                     log.warning("peer_round_failed", error=str(exc))
                 except Exception:
                     log.exception("peer_round_failed")

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -39,6 +41,9 @@ JOURNAL_ENTRIES = 64
 # journal entry the size of the space at every look.
 JOURNAL_MAX_IDS = 5_000
 REQUESTS_MAX = 256  # requests waiting at once; more are dropped (a reconcile covers them)
+# A request file still being written (its dot name) older than this was left
+# by a worker that died while writing it: deleted.
+STALE_REQUEST_SECONDS = 60.0
 
 RequestKind = Literal["reconcile", "full", "repair"]
 
@@ -80,7 +85,9 @@ class Request(msgspec.Struct, frozen=True):
 def publish_status(directory: Path, status: SpaceStatus, last: bytes | None) -> bytes:
     """Write the status when it changed since `last` (its encoding, returned)."""
     data = msgspec.json.encode(status)
-    if data != last:
+    # Also when the file is gone (deleted by hand, or lost in a crash: it is
+    # not synced): followers started meanwhile would wait for it.
+    if data != last or not (directory / STATUS_FILE).exists():
         # Replaced whole, but not synced: up to 4 writes a second while a
         # space builds, and a status lost in a crash is published again.
         temporary = directory / f".{STATUS_FILE}.tmp"
@@ -126,7 +133,7 @@ def ask(directory: Path, request: Request) -> bool:
     """Leave a request for the writer; False when too many wait already."""
     folder = directory / REQUESTS_DIR
     folder.mkdir(exist_ok=True)
-    if sum(1 for _ in os.scandir(folder)) >= REQUESTS_MAX:
+    if sum(1 for e in os.scandir(folder) if _complete(e.name)) >= REQUESTS_MAX:
         return False
     name = f"{secrets.token_hex(8)}.json"
     temporary = folder / f".{name}"  # dot files are not taken: not yet complete
@@ -135,21 +142,51 @@ def ask(directory: Path, request: Request) -> bool:
     return True
 
 
-def take_requests(directory: Path) -> list[Request]:
-    """The requests waiting, deleted as they are read; unreadable ones are dropped with a log line."""
+def _complete(name: str) -> bool:
+    return name.endswith(".json") and not name.startswith(".")
+
+
+def take_requests(directory: Path, now: float | None = None) -> list[Request]:
+    """The requests waiting, deleted as they are read. Anything else in the
+    folder — a file that does not decode, a folder, a request a dead worker
+    left half-written — is deleted with a log line: left there, such entries
+    filled the folder until every request was refused."""
     folder = directory / REQUESTS_DIR
     try:
-        entries = [e for e in os.scandir(folder) if not e.name.startswith(".")]
+        entries = list(os.scandir(folder))
     except FileNotFoundError:
         return []
+    now = time.time() if now is None else now
     taken: list[Request] = []
     for entry in entries:
         path = Path(entry.path)
-        try:
-            taken.append(msgspec.json.decode(path.read_bytes(), type=Request))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            log.warning("reader_request_unreadable", file=str(path), error=str(exc))
-        except OSError:
-            continue  # taken by another look meanwhile
-        path.unlink(missing_ok=True)
+        if not _complete(entry.name):
+            if entry.name.startswith(".") and not _older(entry, now):
+                continue  # being written
+            log.warning("reader_request_dropped", file=str(path), why="not a request file")
+        else:
+            try:
+                taken.append(msgspec.json.decode(path.read_bytes(), type=Request))
+            except FileNotFoundError:
+                continue  # gone meanwhile
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+                log.warning("reader_request_dropped", file=str(path), why=str(exc))
+        _remove(path)
     return taken
+
+
+def _older(entry: os.DirEntry[str], now: float) -> bool:
+    try:
+        return now - entry.stat(follow_symlinks=False).st_mtime > STALE_REQUEST_SECONDS
+    except OSError:
+        return False
+
+
+def _remove(path: Path) -> None:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("reader_request_not_removed", file=str(path), error=str(exc))

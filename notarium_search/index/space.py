@@ -113,6 +113,11 @@ class Space:
 
             self.semantic = SemanticChannel(self.name, self.directory / "vectors", self.lexical)
         self.changes = sharing.ChangeWriter(self.directory) if share and not read_only else None
+        if self.changes is not None:
+            # A writer that died may have committed notes it never journaled (a
+            # pass commits along the way, and journals at its end): followers
+            # read every note's links again once.
+            self.changes.record(everything=True)
         self._published: bytes | None = None
         self.writer = Writer(self.name, self._idle_work)
         if self.semantic is not None:

@@ -98,13 +98,21 @@ class LexicalIndex:
     def searcher(self) -> tantivy.Searcher:
         return self._searcher
 
-    def reload(self) -> None:
-        """See the last commit (and finished merges) from now on."""
+    def reload(self, keep_if_emptied: bool = False) -> bool:
+        """See the last commit (and finished merges) from now on; returns
+        whether it does. `keep_if_emptied`: a reader of another process's
+        index keeps its searcher when the last commit holds no notes while
+        the one it has does (a repair's empty new index, which its writer does
+        not publish to its own readers either: `recreate`)."""
         try:
             self.index.reload()
         except ValueError as exc:
             raise self._failure("reload", exc) from exc
-        self._searcher = self.index.searcher()
+        fresh = self.index.searcher()
+        if keep_if_emptied and fresh.num_docs == 0 and self._searcher.num_docs > 0:
+            return False
+        self._searcher = fresh
+        return True
 
     @property
     def folder_missing(self) -> bool:

@@ -173,3 +173,125 @@ def test_the_follower_reads_vectors_of_its_own_model_only(vault: Vault, tmp_path
     finally:
         follower.stop()
         writer.stop()
+
+
+def unstarted(vault: Vault, **overrides: object) -> tuple[Service, Service]:
+    """A writer and a follower whose steps the test makes itself (no threads)."""
+    settings = replace(vault.settings(watch=False), **overrides)  # type: ignore[arg-type]
+    writer = Service(settings, shared=True)
+    writer.spaces["notes"].run_reconcile()
+    return writer, Service(settings, shared=True)
+
+
+def backlinks(service: Service, note_id: str) -> list[str]:
+    return sorted(n.id for n in service.note("notes", note_id).backlinks)
+
+
+def test_a_new_writer_makes_followers_read_every_link_again(vault: Vault):
+    """A writer killed in a pass may have committed notes it never journaled
+    (a pass commits along the way and journals at its end): the next writer's
+    first word is "read everything". A plain writer stands in for the dead one."""
+    vault.write("a.md", note("a", "alpha [[b]]"))
+    vault.write("b.md", note("b", "beta"))
+    writer, follower = unstarted(vault, graph_boost=True)  # the follower reads the links at open
+    looks = follower.spaces["notes"].follower
+    assert looks is not None
+    writer.stop()
+    vault.write("c.md", note("c", "gamma [[b]]"))
+    dead = Service(vault.settings(watch=False, graph_boost=True))  # commits, journals nothing
+    dead.spaces["notes"].run_reconcile()
+    dead.stop()
+    looks.refresh()
+    assert found(follower, "gamma") == ["c"]
+    assert backlinks(follower, "b") == ["a"]  # the commit came with no journal entry
+    replacement = Service(vault.settings(watch=False, graph_boost=True), shared=True)
+    try:
+        looks.refresh()
+        assert backlinks(follower, "b") == ["a", "c"]
+    finally:
+        replacement.stop()
+        follower.stop()
+
+
+def test_a_pass_journaled_during_a_followers_reload_is_applied_from_its_commit(vault: Vault):
+    """The journal is read before the searcher reloads: an entry written just
+    after the reload is left for the next look, never applied from the older
+    searcher and counted as seen."""
+    vault.write("a.md", note("a", "alpha [[b]]"))
+    vault.write("b.md", note("b", "beta"))
+    writer, follower = unstarted(vault)
+    space = follower.spaces["notes"]
+    looks = space.follower
+    assert looks is not None
+    reload = space.lexical.reload
+    passes = []
+
+    def reload_then_the_writer_commits(keep_if_emptied: bool = False) -> bool:
+        done = reload(keep_if_emptied)
+        if not passes:
+            passes.append(1)
+            vault.write("c.md", note("c", "gamma [[b]]"))
+            writer.spaces["notes"].run_reconcile()  # commits and journals right after the reload
+        return done
+
+    space.lexical.reload = reload_then_the_writer_commits  # type: ignore[method-assign]
+    try:
+        vault.write("d.md", note("d", "delta"))
+        writer.spaces["notes"].run_reconcile()
+        looks.refresh()
+        looks.refresh()
+        assert backlinks(follower, "b") == ["a", "c"]
+    finally:
+        follower.stop()
+        writer.stop()
+
+
+def test_a_follower_keeps_answering_while_the_writer_rebuilds_an_emptied_index(vault: Vault):
+    """A repair empties the index before reading the notes again; its writer
+    keeps its older searcher until the rebuild commits, and so do followers.
+    A space whose notes were all deleted, once the writer says so, is empty."""
+    for i in range(5):
+        vault.write(f"n{i}.md", note(f"n{i}", "commun"))
+    writer, follower = unstarted(vault)
+    looks = follower.spaces["notes"].follower
+    assert looks is not None
+    try:
+        writer.spaces["notes"].publish_status()
+        looks.refresh()
+        writer.spaces["notes"].lexical.recreate()  # what a repair does first
+        looks.refresh()
+        assert len(found(follower, "commun")) == 5
+        writer.spaces["notes"].run_reconcile()  # the rebuild
+        looks.refresh()
+        assert len(found(follower, "commun")) == 5
+        writer.spaces["notes"].lexical.delete_all()  # as a full reindex of a folder emptied for real
+        writer.spaces["notes"].lexical.commit()
+        looks.refresh()
+        assert follower.status()[0].notes == 5  # not yet: the writer has not said so
+        writer.spaces["notes"].publish_status()
+        looks.refresh()
+        assert follower.status()[0].notes == 0
+    finally:
+        follower.stop()
+        writer.stop()
+
+
+def test_a_searchs_vanished_hits_make_one_request(vault: Vault):
+    for i in range(15):
+        vault.write(f"n{i}.md", note(f"n{i}", "commun"))
+    writer, follower = unstarted(vault)
+    looks = follower.spaces["notes"].follower
+    assert looks is not None
+    try:
+        for i in range(15):
+            vault.remove(f"n{i}.md")
+        assert found(follower, "commun") == []  # every hit's file is gone
+        looks.refresh()
+        requests = list((vault.index_dir / "notes" / sharing.REQUESTS_DIR).iterdir())
+        assert len(requests) == 1
+        (request,) = sharing.take_requests(vault.index_dir / "notes")
+        assert request.kind == "reconcile"
+        assert sorted(request.paths or []) == sorted(f"n{i}.md" for i in range(15))
+    finally:
+        follower.stop()
+        writer.stop()
