@@ -219,12 +219,12 @@ def test_a_pass_journaled_during_a_followers_reload_is_applied_from_its_commit(v
     searcher and counted as seen."""
     vault.write("a.md", note("a", "alpha [[b]]"))
     vault.write("b.md", note("b", "beta"))
-    writer, follower = unstarted(vault)
+    writer, follower = unstarted(vault, graph_boost=True)  # the follower reads the links at open
     space = follower.spaces["notes"]
     looks = space.follower
     assert looks is not None
     reload = space.lexical.reload
-    passes = []
+    passes: list[int] = []
 
     def reload_then_the_writer_commits(keep_if_emptied: bool = False) -> bool:
         done = reload(keep_if_emptied)
