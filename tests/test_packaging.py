@@ -15,7 +15,7 @@ import pytest
 from notarium_search import cli
 from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.presets import PRESETS
-from tests.conftest import models_dir
+from tests.conftest import models_dir, run_child
 from tests.fake_hub import FakeHub
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,3 +154,39 @@ def test_constraints_pin_every_dependency_of_both_tiers_exactly():
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+LEXICAL_TIER = """
+import json, sys, tempfile
+from pathlib import Path
+
+SEMANTIC_EXTRA = ("numpy", "onnxruntime", "usearch", "tokenizers", "sentencepiece", "huggingface_hub")
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in SEMANTIC_EXTRA:
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+from notarium_search.api.app import create_app
+from notarium_search.service import Service
+from notarium_search.settings import Settings, SpaceConfig
+
+root = Path(tempfile.mkdtemp())
+(root / "notes").mkdir()
+(root / "notes" / "a.md").write_text("alpha")
+settings = Settings(spaces=(SpaceConfig("notes", root / "notes"),), index_dir=root / "index", log_level="warning")
+writer, follower = Service(settings, shared=True), Service(settings, shared=True)
+create_app(settings, follower)
+writer.spaces["notes"].run_reconcile()
+print(json.dumps({"follows": follower.spaces["notes"].follower is not None}))
+"""
+
+
+def test_the_lexical_tier_serves_without_the_semantic_extra():
+    """The lexical image installs no numpy, onnxruntime or usearch: every
+    module a serving worker imports must do without them (the follower's
+    first version imported the semantic channel, and the image's workers
+    died at start)."""
+    assert run_child(LEXICAL_TIER) == {"follows": True}

@@ -27,8 +27,8 @@ from notarium_search.graph.channel import GraphChannel
 from notarium_search.index import sharing
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
-from notarium_search.semantic.follower import file_signature
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault
+from notarium_search.storage.signature import file_signature
 from notarium_search.types import (
     ChannelState,
     ChannelStatus,

@@ -9,7 +9,6 @@ read: while the writer builds, its own answers are lexical too.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from notarium_search.lexical.store import LexicalIndex
@@ -18,6 +17,7 @@ from notarium_search.semantic.channel import SemanticChannel
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.storage.faults import StorageFault
+from notarium_search.storage.signature import Signature, file_signature
 from notarium_search.types import ChannelState, ChannelStatus
 
 log = get_logger(__name__)
@@ -25,21 +25,12 @@ log = get_logger(__name__)
 MANIFEST = "vectors.json"
 
 
-def file_signature(path: Path) -> tuple[int, int, int] | None:
-    """What tells one version of a file from the next (inode, size, mtime), or None: no file."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns
-
-
 class FollowedSemanticChannel(SemanticChannel):
     def __init__(self, space_name: str, directory: Path, lexical_index: LexicalIndex) -> None:
         super().__init__(space_name, directory, lexical_index)
         self.embedder: Embedder | None = None
         self.published = ChannelStatus(ChannelState.BUILDING, "model loading")
-        self._read: tuple[int, int, int] | None = None  # the manifest version the vectors were read from
+        self._read: Signature | None = None  # the manifest version the vectors were read from
 
     def attach(self, embedder: Embedder, in_slices: bool = False) -> None:
         """The model is loaded (for queries): the next `refresh` reads the writer's vectors."""
