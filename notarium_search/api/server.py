@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import faulthandler
 import logging
+import math
 import os
 import resource
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from notarium_search.logsetup import FloodFilter, get_logger
@@ -47,6 +49,11 @@ from notarium_search.settings import Settings
 FD_RESERVE = 256
 LISTEN_BACKLOG_MAX = 4096
 RESPAWN_DELAY_SECONDS = 1.0
+# `workers = 0` (one per core) stops here: each worker holds its own model with
+# VECTOR_SEARCH (~300 MiB with multilingual-e5-small), and the gain was
+# measured on 2 cores only (docs/benchmarks.md); more is a setting away.
+DEFAULT_WORKERS_MAX = 8
+CGROUP = Path("/sys/fs/cgroup")
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 log = get_logger(__name__)
@@ -68,9 +75,35 @@ def connection_bound(settings: Settings, soft_limit: int) -> int:
     return max(1, min(settings.max_connections, soft_limit - FD_RESERVE))
 
 
-def worker_count(settings: Settings) -> int:
-    """The `workers` setting, 0 read as the cores this process may run on."""
-    return settings.workers or len(os.sched_getaffinity(0))
+def worker_count(settings: Settings, cgroup: Path = CGROUP) -> int:
+    """The `workers` setting; 0 reads as the cores this process may run on —
+    the CPUs it may be scheduled on, within its cgroup's CPU quota (a container
+    started with `--cpus 2` on a 32-core host sees 32 CPUs, but gets the time
+    of 2) — and at most DEFAULT_WORKERS_MAX."""
+    if settings.workers:
+        return settings.workers
+    cores = len(os.sched_getaffinity(0))
+    quota = cgroup_cpu_quota(cgroup)
+    if quota is not None:
+        cores = min(cores, max(1, math.ceil(quota)))
+    return min(cores, DEFAULT_WORKERS_MAX)
+
+
+def cgroup_cpu_quota(cgroup: Path = CGROUP) -> float | None:
+    """CPUs' worth of time the cgroup (v2's cpu.max, v1's cfs files) allows, or None: no quota."""
+    try:
+        fields = (cgroup / "cpu.max").read_text().split()
+        if fields and fields[0] != "max":
+            return int(fields[0]) / int(fields[1])
+        return None
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        quota = int((cgroup / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((cgroup / "cpu" / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return quota / period if quota > 0 and period > 0 else None
 
 
 def serve(settings: Settings, load_app: Callable[[], Any]) -> int:

@@ -203,7 +203,8 @@ class Settings:
     system's queue until one ends (never refused). Cut to what the file
     descriptor limit leaves after a reserve for the indexes."""
     workers: Annotated[int, Env("NOTARIUM_WORKERS"), Meta(ge=0, le=64)] = 0
-    """Worker processes serving HTTP; 0: one per core available. One of them
+    """Worker processes serving HTTP; 0: one per core available (within a
+    container's CPU quota), at most 8. One of them
     writes each space's indexes, the others read them and follow its commits
     (docs/operations.md, "Workers"); each loads its own copy of the model
     with VECTOR_SEARCH."""

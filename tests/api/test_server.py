@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from notarium_search.api import server as server_module
 from notarium_search.index.space import Space
 from notarium_search.settings import Settings, SpaceConfig
 from tests.conftest import Vault, eventually
@@ -443,3 +444,29 @@ def test_several_workers_serve_one_writers_commits_and_survive_a_crash(vault: Va
         assert server.process.poll() is None
     events = [str(r["event"]) for r in server.records()]
     assert events.count("Unexpected exit from worker-1") + events.count("Unexpected exit from worker-2") == 2
+
+
+def cgroup_folder(tmp_path: Path, v2: str | None = None, v1: tuple[str, str] | None = None) -> Path:
+    folder = tmp_path / "cgroup"
+    folder.mkdir(parents=True)
+    if v2 is not None:
+        (folder / "cpu.max").write_text(v2)
+    if v1 is not None:
+        (folder / "cpu").mkdir()
+        (folder / "cpu" / "cpu.cfs_quota_us").write_text(v1[0])
+        (folder / "cpu" / "cpu.cfs_period_us").write_text(v1[1])
+    return folder
+
+
+def test_the_default_worker_count_is_the_cores_the_service_may_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A container limited to 1.5 CPUs on a 32-core host sees 32 CPUs: one
+    worker per CPU there would hold 32 models for the time of 2."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(32)))
+    auto = Settings()
+    assert server_module.worker_count(auto, cgroup_folder(tmp_path / "a", v2="150000 100000\n")) == 2
+    assert server_module.worker_count(auto, cgroup_folder(tmp_path / "b", v1=("50000", "100000"))) == 1
+    assert server_module.worker_count(auto, cgroup_folder(tmp_path / "c", v2="max 100000\n")) == 8  # at most 8
+    assert server_module.worker_count(auto, cgroup_folder(tmp_path / "d", v1=("-1", "100000"))) == 8
+    assert server_module.worker_count(Settings(workers=12), cgroup_folder(tmp_path / "e", v2="100000 100000")) == 12
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1, 2})  # taskset, cpusets
+    assert server_module.worker_count(auto, cgroup_folder(tmp_path / "f")) == 3
