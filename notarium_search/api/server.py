@@ -36,7 +36,10 @@ import logging
 import math
 import os
 import resource
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,6 +57,8 @@ RESPAWN_DELAY_SECONDS = 1.0
 # measured on 2 cores only (docs/benchmarks.md); more is a setting away.
 DEFAULT_WORKERS_MAX = 8
 CGROUP = Path("/sys/fs/cgroup")
+HANDLERS_WAIT_SECONDS = 60.0  # for granian's worker handlers, after the app is built
+STOPS = {signal.SIGINT, signal.SIGTERM}
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 log = get_logger(__name__)
@@ -127,11 +132,19 @@ def serve(settings: Settings, load_app: Callable[[], Any]) -> int:
         workers=worker_count(settings),
     )
     supervisor = os.getpid()
+    # Each worker remembers stops from its first instruction: a stop between the
+    # fork and worker_app was lost too. Stops are held back across the fork (the
+    # child inherits the mask), then let through once the worker's handler is in.
+    os.register_at_fork(
+        before=_FORKED.hold_stops, after_in_parent=_FORKED.release_stops, after_in_child=_FORKED.remember_stops
+    )
 
     def worker_app() -> Any:  # in each worker: the processes that open the indexes
         _die_with(supervisor)
         faulthandler.enable(file=sys.stderr, all_threads=True)  # a fatal signal's stacks, on stderr
+        stops = _FORKED.stops or _StopMemo()
         app = load_app()
+        stops.pass_on()
         if not settings.trusted_proxies:
             return app
         from granian.utils.proxies import wrap_asgi_with_proxy_headers
@@ -165,13 +178,61 @@ def serve(settings: Settings, load_app: Callable[[], Any]) -> int:
     return 0
 
 
+class _StopMemo:
+    """A stop asked while the worker builds its app, remembered. The worker
+    is forked with the supervisor's signal handlers, which set a flag in the
+    supervisor's memory, not the worker's; granian installs the worker's own
+    only once the app is built. A SIGTERM in between was lost, and the worker
+    served on while the supervisor waited for it forever (with two workers,
+    a stop 0.3-1.5 s after start hung 4 times in 12)."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        for stop in STOPS:
+            signal.signal(stop, self)
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.asked.set()
+
+    def pass_on(self) -> None:
+        """Once granian's handlers replace this one, a remembered stop is sent
+        again, to them (from a thread: they are installed after the app is returned)."""
+
+        def wait_then_pass_on() -> None:
+            deadline = time.monotonic() + HANDLERS_WAIT_SECONDS
+            while signal.getsignal(signal.SIGTERM) is self and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if self.asked.is_set():
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=wait_then_pass_on, name="stop-relay", daemon=True).start()
+
+
+class _Forked:
+    """What a worker sets up as soon as it is forked."""
+
+    stops: _StopMemo | None = None
+
+    def hold_stops(self) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+
+    def release_stops(self) -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+
+    def remember_stops(self) -> None:
+        self.stops = _StopMemo()
+        self.release_stops()  # a stop sent meanwhile, pending, now reaches the memo
+
+
+_FORKED = _Forked()
+
+
 def _die_with(parent: int) -> None:
     """The worker is stopped (SIGTERM, gracefully) when the supervisor dies,
     even by SIGKILL: no orphan keeps the port and the index lock. Linux only."""
     if sys.platform != "linux":
         return
     import ctypes
-    import signal
 
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:  # the supervisor died before the prctl
