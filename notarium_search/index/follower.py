@@ -37,7 +37,7 @@ from notarium_search.types import (
     SpaceStatus,
 )
 
-# How often a follower looks at the writer's files (a stat each, ~2 µs) and a
+# How often a follower looks at the writer's files (a stat each, ~5 µs here) and a
 # writer at its readers' requests: an edit reaches every worker within this
 # of the writer's commit.
 FOLLOW_INTERVAL_SECONDS = 0.1
