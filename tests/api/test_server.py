@@ -77,6 +77,15 @@ class Served:
     def wait_ready(self) -> None:
         with self.client(timeout=10) as client:
             wait_until_ready(client, self.process)
+        # Every worker serving, not only the one that answered: granian 2.8's
+        # worker can stop for good on a signal that comes during its start
+        # (api/server.py, _die_with), which a quick test would then send.
+        eventually(self.all_workers_started, timeout=STARTUP_SECONDS)
+
+    def all_workers_started(self) -> bool:
+        records = self.records()
+        workers = next((int(r["workers"]) for r in records if r["event"] == "serve_limits"), 1)  # type: ignore[call-overload]
+        return sum(1 for r in records if str(r["event"]).startswith("Started worker-")) >= workers
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
