@@ -131,13 +131,14 @@ def serve(settings: Settings, load_app: Callable[[], Any]) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(FloodFilter())
     bound = connection_bound(settings, soft)
+    workers = worker_count(settings)
     log.info(
         "serve_limits",
         descriptors=soft,
         max_connections=bound,
         header_timeout=settings.header_timeout,
         trusted_proxies=list(settings.trusted_proxies),
-        workers=worker_count(settings),
+        workers=workers,
     )
     supervisor = os.getpid()
     # Each worker remembers stops from its first instruction: a stop between the
@@ -164,7 +165,7 @@ def serve(settings: Settings, load_app: Callable[[], Any]) -> int:
         address=settings.host,
         port=settings.port,
         interface=Interfaces.ASGI,  # with the lifespan: the service starts and stops in the worker
-        workers=worker_count(settings),
+        workers=workers,
         http=HTTPModes.http1,
         http1_settings=HTTP1Settings(header_read_timeout=round(settings.header_timeout * 1000)),
         backpressure=bound,

@@ -33,13 +33,15 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
     if not index_folders_writable(settings, settings.spaces):  # here, not as a traceback in granian's worker
         return EXIT_SETUP
 
+    shared = worker_count(settings) > 1  # several workers: each space written by one, followed by the others
+
     def load_app() -> Any:  # in each of the server's worker processes, which open the indexes
         from notarium_search.api.app import create_app
         from notarium_search.lexical.store import IndexLocked
         from notarium_search.service import Service
 
         try:
-            return create_app(settings, Service(settings, shared=worker_count(settings) > 1))
+            return create_app(settings, Service(settings, shared=shared))
         except IndexLocked as exc:
             print(f"notarium-search: {exc}", file=sys.stderr, flush=True)
             os._exit(1)  # the supervisor tries once more, then stops with exit code 1

@@ -75,7 +75,7 @@ class Follower:
         journal = sharing.read_journal(directory)
         self._epoch, self._serial = (journal.epoch, journal.last_serial) if journal else ("", 0)
         self.repair_asked = False
-        self._built = True  # the graph read at open: frozen at the first look
+        self._freeze_due = True  # what was read at open (the graph) is frozen at the first look
         # A reconcile asked for since the last look, sent at the next one: the
         # files of one search's vanished hits make one request, not one each.
         self._reconcile_asked = False
@@ -86,7 +86,7 @@ class Follower:
         """One look at the writer's files; what changed is followed, and what
         it built is then kept out of full garbage collections, as the
         writer's jobs are (collector.py)."""
-        changed, self._built = self._built, False
+        changed, self._freeze_due = self._freeze_due, False
         status = file_signature(self.directory / sharing.STATUS_FILE)
         if status != self._status_seen:
             self._status_seen = status

@@ -467,11 +467,13 @@ class Space:
         self.request_reindex(paths=(note.path,))
         return False
 
+    def _semantic_status(self) -> ChannelStatus:
+        return self.semantic.status() if self.semantic is not None else ChannelStatus(ChannelState.DISABLED)
+
     def status(self) -> SpaceStatus:
         if self.follower is not None:
             notes = int(self.lexical.searcher().num_docs)
-            semantic = self.semantic.status() if self.semantic is not None else ChannelStatus(ChannelState.DISABLED)
-            followed = self.follower.status(notes, semantic, self.graph.status())
+            followed = self.follower.status(notes, self._semantic_status(), self.graph.status())
             return followed or not_yet_published(self.name, str(self.config.path), self.config.language, notes)
         if not self.read_only and self.lexical.folder_missing:
             # Deleted under the running service: answers still come from the open
@@ -486,7 +488,7 @@ class Space:
             notes=int(self.lexical.searcher().num_docs),
             skipped=self.indexer.skipped_total,
             lexical=lexical,
-            semantic=self.semantic.status() if self.semantic is not None else ChannelStatus(ChannelState.DISABLED),
+            semantic=self._semantic_status(),
             graph=self.graph.status(),
             message=BUILDING_MESSAGE if any(c.building for c in self.channels) else None,
             watch=self.watcher.mode if self.watcher is not None else "off (read-only)",
