@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.remote import RemoteEmbedder, load_remote_embedder
 
@@ -27,6 +28,8 @@ SLICE = 64  # semantic/channel.py SLICE_FRAGMENTS: what the writer hands a local
 SERVER = """
 import sys, time
 from pathlib import Path
+from notarium_search.logsetup import configure_logging
+configure_logging("warning", sys.stderr)  # stdout carries the port alone
 from tests.semantic.embed_server import EmbedServer
 server = EmbedServer(Path(sys.argv[1]), threads=0)
 server.start()
@@ -59,6 +62,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    configure_logging("warning", sys.stderr)  # stdout is the report
     texts = passages(args.passages)
     local = load_embedder(args.pack)
     child = subprocess.Popen([sys.executable, "-c", SERVER, str(args.pack)], stdout=subprocess.PIPE, text=True)

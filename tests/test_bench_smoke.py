@@ -88,3 +88,54 @@ def scale_report_targets() -> list[str]:
     from bench.scale_report import TARGETS
 
     return list(TARGETS)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_side_by_side_smoke(tmp_path):
+    """`python -m bench.side_by_side` on a 100-note vault, this checkout
+    against itself with one worker: every row is measured for both trees,
+    and the remote-embedding benchmark it runs reports (timings unchecked)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bench import side_by_side
+    from bench.perf_lexical import build_space, load_corpora
+    from tests.conftest import models_dir
+
+    eval_dir = collection("piaf-fr").parent
+    model = models_dir() / "all-minilm-l6-v2-int8"
+    root, vectors = tmp_path / "root", tmp_path / "vectors"
+    build_space(root / "s", SCALE_SMOKE_NOTES, load_corpora(eval_dir))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("NOTARIUM_")},
+        "NOTARIUM_SPACES_ROOT": str(root),
+        "NOTARIUM_INDEX_DIR": str(vectors),
+        "VECTOR_SEARCH": "1",
+        "NOTARIUM_MODEL_DIR": str(model),
+    }
+    subprocess.run([sys.executable, "-m", "notarium_search", "index", "s"], env=env, check=True, capture_output=True)
+    checkout = Path(side_by_side.__file__).resolve().parents[1]
+    argv = ["--root", str(root), "--vectors", str(vectors), "--cli-root", str(root), "--model", str(model)]
+    argv += ["--tree", f"this={checkout}", "--tree", f"one-worker={checkout},NOTARIUM_WORKERS=1"]
+    argv += ["--modes", "lexical,hybrid", "--seconds", "1", "--queries", "20", "--settle", "0.5"]
+    argv += ["--build-notes", "10", "--cli-runs", "1", "--remote-passages", "16", "--eval-dir", str(eval_dir)]
+    report = side_by_side.main([*argv, "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out.json")])
+    trees = report["trees"]
+    assert set(trees) == {"this", "one-worker"}
+    for tree in trees.values():
+        for mode in ("lexical", "hybrid"):
+            assert tree[mode]["one_client"]["queries"] == 20
+            assert tree[mode]["many_clients"]["qps"] > 0
+            assert tree[mode]["memory_mib"]["idle_rss"] > 0
+        assert 0 < tree["build"]["share_in_model"] <= 1
+        assert tree["build"]["fragments"] > 0
+        assert tree["cli_search_ms"] > 0
+    assert trees["one-worker"]["env"] == {"NOTARIUM_WORKERS": "1"}
+    # One checkout: its remote-embedding run once, whose lines are the report alone.
+    (lines,) = [lines for lines in report["remote_embedding"].values() if lines]
+    assert lines
+    assert all(line.startswith("round ") for line in lines)
+    assert (tmp_path / "out.json").is_file()

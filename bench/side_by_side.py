@@ -1,0 +1,404 @@
+"""Issue 17's table, for several source trees side by side, in one run.
+
+    python -m bench.side_by_side --root ROOT --vectors INDEX --cli-root ROOT10K \\
+        --tree before=../before --tree after=. --tree after-1-worker=.,NOTARIUM_WORKERS=1 \\
+        --model ../shared/models/multilingual-e5-small-int8 --out docs/benchmarks/side_by_side.json
+
+ROOT holds one space (`s`) of bench/perf_lexical.py's vault (50,000 notes
+for the issue's table); INDEX is an index folder of that space whose
+vectors were embedded with `--model` (`notarium-search index s` with
+VECTOR_SEARCH=1: over an hour at 50,000 notes on 2 cores, so they are made
+once and copied). A tree is a source checkout put first on PYTHONPATH,
+then `,KEY=VALUE` settings of its own. Each tree gets its own lexical index
+(built here by that tree: schemas differ between commits) and a copy of the
+vectors (their format and fingerprint are the same across the trees
+compared; a tree that disagreed would re-embed and never get ready).
+
+For each channel set (lexical; hybrid; hybrid + graph), the trees take
+turns serving it (`python -m notarium_search serve`, not watching):
+ready, settled, the process tree's memory (sum of RSS, and of PSS); one
+keep-alive client for `--queries` searches (p50, p99); `--clients` clients
+for `--seconds` (queries/s, and the memory at the end: the peak under
+load). Answers whose `degraded` is not empty are counted (a query embedding
+past its deadline is answered lexically). Then, per tree: a semantic build
+of `--build-notes` notes (the first notes of ROOT), its fragments/s and the
+share of its time inside the embedder's `embed_passages` (timed around the
+method, from the first call to the end of the command); `notarium-search
+search` from process start to printed results on CLI-ROOT (a 10,000-note
+vault; median of `--cli-runs`, trees alternated). Last, for trees that have
+it, bench/remote_embedding.py: fragments/s through an embedding server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.http_tail import questions, wait_ready
+from bench.workers import percentile, tree_memory
+
+SPACE = "s"
+MODES = {"lexical": {}, "hybrid": {"VECTOR_SEARCH": "1"}, "hybrid + graph": {"VECTOR_SEARCH": "1", "GRAPH_BOOST": "1"}}
+NO_DEGRADATION = b'"degraded":{}'
+
+# Timed around the embedder's method in the tree's own process: the same
+# measure for a tree that has bench/embedding_build.py's counters and one that
+# has not. The first call is the first model call of the build.
+_BUILD_DRIVER = """
+import json, sys, time
+from notarium_search.semantic import embedding
+timed = {"model_seconds": 0.0, "first": None, "fragments": 0}
+original = embedding.OnnxEmbedder.embed_passages
+def embed_passages(self, texts):
+    started = time.perf_counter()
+    if timed["first"] is None:
+        timed["first"] = started
+    try:
+        return original(self, texts)
+    finally:
+        timed["model_seconds"] += time.perf_counter() - started
+        timed["fragments"] += len(texts)
+embedding.OnnxEmbedder.embed_passages = embed_passages
+from notarium_search.cli import main
+code = main(["index", "s"])
+ended = time.perf_counter()
+semantic = ended - timed["first"]
+print("BENCH " + json.dumps({
+    "code": code, "fragments": timed["fragments"], "semantic_seconds": round(semantic, 2),
+    "fragments_per_s": round(timed["fragments"] / semantic, 2),
+    "share_in_model": round(timed["model_seconds"] / semantic, 4),
+}), flush=True)
+"""
+
+
+@dataclass
+class Tree:
+    name: str
+    path: Path
+    env: dict[str, str]
+    index: Path = Path()
+    cli_index: Path = Path()
+    results: dict[str, object] = field(default_factory=dict)
+
+
+def parse_tree(text: str) -> Tree:
+    name, rest = text.split("=", 1)
+    path, *settings = rest.split(",")
+    return Tree(name, Path(path).resolve(), dict(setting.split("=", 1) for setting in settings))
+
+
+def tree_env(tree: Tree, root: Path, index: Path, extra: dict[str, str]) -> dict[str, str]:
+    """The environment a tree's command runs with: nothing of the caller's settings.
+    Its commands also run in the tree (`cwd`): `python -m` and `-c` put the
+    working folder before PYTHONPATH."""
+    return {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("NOTARIUM_") and k not in ("VECTOR_SEARCH", "GRAPH_BOOST")
+        },
+        "PYTHONPATH": str(tree.path),
+        "NOTARIUM_SPACES_ROOT": str(root),
+        "NOTARIUM_INDEX_DIR": str(index),
+        **extra,
+        **tree.env,
+    }
+
+
+def index_lexically(tree: Tree, root: Path, index: Path) -> None:
+    env = tree_env(tree, root, index, {"VECTOR_SEARCH": "0"})
+    done = subprocess.run(
+        [sys.executable, "-m", "notarium_search", "index", SPACE],
+        cwd=tree.path,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{tree.name}: index failed: {done.stderr.decode(errors='replace')[-2000:]}")
+
+
+def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
+    """One lexical index per source path (variants of a tree share it), the vectors copied in."""
+    made: dict[Path, Tree] = {}
+    for tree in trees:
+        if tree.path in made:
+            tree.index, tree.cli_index = made[tree.path].index, made[tree.path].cli_index
+            continue
+        tree.index, tree.cli_index = work / tree.name / "index", work / tree.name / "cli-index"
+        index_lexically(tree, args.root, tree.index)
+        shutil.copytree(args.vectors / SPACE / "vectors", tree.index / SPACE / "vectors")
+        index_lexically(tree, args.cli_root, tree.cli_index)
+        made[tree.path] = tree
+
+
+@dataclass
+class Load:
+    qps: float
+    latencies: list[float]
+    degraded: int
+
+
+def load(port: int, paths: list[str], clients: int, seconds: float = 0.0, queries: int = 0) -> Load:
+    """`clients` keep-alive clients (threads), for `seconds` or `queries` searches each."""
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    degraded = [0] * clients
+    barrier = threading.Barrier(clients + 1)
+    deadline = [float("inf")]
+
+    def client(k: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        index = k * len(paths) // clients
+        barrier.wait()
+        while time.perf_counter() < deadline[0] and (not queries or len(latencies[k]) < queries):
+            started = time.perf_counter()
+            connection.request("GET", paths[index % len(paths)])
+            response = connection.getresponse()
+            body = response.read()
+            if response.status != 200:
+                raise RuntimeError(f"search answered {response.status}")
+            latencies[k].append(1000 * (time.perf_counter() - started))
+            degraded[k] += NO_DEGRADATION not in body
+            index += 1
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for thread in threads:
+        thread.start()
+    if seconds:
+        deadline[0] = time.perf_counter() + seconds
+    began = time.perf_counter()
+    barrier.wait()
+    for thread in threads:
+        thread.join()
+    took = time.perf_counter() - began
+    flat = sorted(x for per in latencies for x in per)
+    return Load(len(flat) / took, flat, sum(degraded))
+
+
+def serve(tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], logs: Path) -> dict[str, object]:
+    env = tree_env(
+        tree,
+        args.root,
+        tree.index,
+        {
+            "NOTARIUM_PORT": str(args.port),
+            "NOTARIUM_WATCH": "0",
+            "NOTARIUM_RATE_LIMIT": "0",
+            "NOTARIUM_MODEL_DIR": str(args.model),
+            **MODES[mode],
+        },
+    )
+    log_path = logs / f"{tree.name}-{mode.replace(' ', '')}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "notarium_search", "serve"], cwd=tree.path, env=env, stdout=log, stderr=log
+        )
+    try:
+        started = time.perf_counter()
+        space = wait_ready(args.port, process, semantic="VECTOR_SEARCH" in MODES[mode])
+        ready_s = time.perf_counter() - started
+        time.sleep(args.settle)  # start-up's collections and the followers' first looks are over
+        space_paths = [p.replace("{space}", space) for p in paths]
+        idle = tree_memory(process.pid)
+        one = load(args.port, space_paths, 1, queries=args.queries)
+        many = load(args.port, space_paths, args.clients, seconds=args.seconds)
+        peak = tree_memory(process.pid)
+    finally:
+        process.terminate()
+        process.wait()
+    return {
+        "ready_s": round(ready_s, 1),
+        "one_client": {
+            "p50_ms": round(percentile(one.latencies, 0.5), 2),
+            "p99_ms": round(percentile(one.latencies, 0.99), 2),
+            "max_ms": round(one.latencies[-1], 2),
+            "degraded": one.degraded,
+            "queries": len(one.latencies),
+        },
+        "many_clients": {
+            "qps": round(many.qps, 1),
+            "p50_ms": round(percentile(many.latencies, 0.5), 2),
+            "p99_ms": round(percentile(many.latencies, 0.99), 2),
+            "degraded": many.degraded,
+            "queries": len(many.latencies),
+        },
+        "memory_mib": {
+            "idle_rss": round(idle[0]),
+            "idle_pss": round(idle[1]),
+            "peak_rss": round(peak[0]),
+            "peak_pss": round(peak[1]),
+        },
+    }
+
+
+def semantic_build(tree: Tree, args: argparse.Namespace, work: Path) -> dict[str, object]:
+    """A semantic build from scratch of the vault's first `--build-notes` notes."""
+    root, index = work / "build" / tree.name / "root", work / "build" / tree.name / "index"
+    shutil.rmtree(root.parent, ignore_errors=True)
+    notes = sorted((args.root / SPACE).rglob("*.md"))[: args.build_notes]
+    for note in notes:
+        target = root / SPACE / note.relative_to(args.root / SPACE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(note, target)
+    env = tree_env(tree, root, index, {"VECTOR_SEARCH": "1", "NOTARIUM_MODEL_DIR": str(args.model)})
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILD_DRIVER], cwd=tree.path, env=env, capture_output=True, text=True, check=False
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("BENCH ")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"{tree.name}: semantic build failed: {done.stderr[-2000:]}")
+    result: dict[str, object] = json.loads(lines[-1][len("BENCH ") :])
+    return result
+
+
+def cli_search(trees: list[Tree], args: argparse.Namespace) -> None:
+    """Process start to printed results, trees alternated; byte-code caches on, one warm-up each."""
+    samples: dict[str, list[float]] = {tree.name: [] for tree in trees}
+    for round_number in range(args.cli_runs + 1):
+        for tree in trees:
+            env = tree_env(tree, args.cli_root, tree.cli_index, {})
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "notarium_search", "search", SPACE, args.cli_query],
+                cwd=tree.path,
+                env=env,
+                capture_output=True,
+                check=True,
+            )
+            if round_number:
+                samples[tree.name].append(1000 * (time.perf_counter() - started))
+    for tree in trees:
+        tree.results["cli_search_ms"] = round(statistics.median(samples[tree.name]))
+
+
+def remote_embedding(tree: Tree, args: argparse.Namespace) -> list[str] | None:
+    if not (tree.path / "notarium_search" / "semantic" / "remote.py").exists():
+        return None
+    env = tree_env(tree, args.root, tree.index, {})
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.remote_embedding", str(args.model), "--passages", str(args.remote_passages)],
+        cwd=tree.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def _cell(tree: Tree, *keys: str) -> object:
+    value: object = tree.results
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            return "—"
+        value = value[key]
+    return value
+
+
+def table(trees: list[Tree]) -> str:
+    def served(mode: str, *keys: str) -> list[object]:
+        return [_cell(tree, mode, *keys) for tree in trees]
+
+    def memory(mode: str) -> list[str]:
+        return [
+            f"{_cell(t, mode, 'memory_mib', 'idle_rss')} / {_cell(t, mode, 'memory_mib', 'peak_rss')} "
+            f"(PSS {_cell(t, mode, 'memory_mib', 'idle_pss')} / {_cell(t, mode, 'memory_mib', 'peak_pss')})"
+            for t in trees
+        ]
+
+    rows: list[tuple[str, list[object]]] = [
+        ("lexical over HTTP, 16 clients (q/s)", served("lexical", "many_clients", "qps")),
+        ("lexical over HTTP, 1 client: p50 / p99 (ms)", _pair(trees, "lexical")),
+        ("hybrid over HTTP, 16 clients (q/s)", served("hybrid", "many_clients", "qps")),
+        ("— of which degraded to lexical", served("hybrid", "many_clients", "degraded")),
+        ("hybrid over HTTP, 1 client: p50 / p99 (ms)", _pair(trees, "hybrid")),
+        ("hybrid + graph over HTTP, 1 client: p50 / p99 (ms)", _pair(trees, "hybrid + graph")),
+        ("hybrid + graph over HTTP, 16 clients (q/s)", served("hybrid + graph", "many_clients", "qps")),
+        ("RSS hybrid: idle / peak under 16 clients (MiB)", list(memory("hybrid"))),
+        ("RSS hybrid + graph: idle / peak (MiB)", list(memory("hybrid + graph"))),
+        ("RSS lexical: idle / peak (MiB)", list(memory("lexical"))),
+        ("semantic build: share of its time in the model", [_cell(t, "build", "share_in_model") for t in trees]),
+        ("semantic build: fragments/s", [_cell(t, "build", "fragments_per_s") for t in trees]),
+        ("`search` from the shell, start to printed results (ms)", [_cell(t, "cli_search_ms") for t in trees]),
+    ]
+    lines = ["| measure | " + " | ".join(t.name for t in trees) + " |", "|---" * (len(trees) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(str(v) for v in values) + " |" for label, values in rows]
+    return "\n".join(lines)
+
+
+def _pair(trees: list[Tree], mode: str) -> list[object]:
+    return [f"{_cell(t, mode, 'one_client', 'p50_ms')} / {_cell(t, mode, 'one_client', 'p99_ms')}" for t in trees]
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, required=True, help="NOTARIUM_SPACES_ROOT of the vault (space s)")
+    parser.add_argument("--vectors", type=Path, required=True, help="an index folder with the vault's vectors")
+    parser.add_argument("--cli-root", type=Path, required=True, help="a vault (space s) for the CLI search")
+    parser.add_argument("--tree", action="append", required=True, help="NAME=PATH[,KEY=VALUE...] (repeat)")
+    parser.add_argument("--model", type=Path, required=True, help="the pack the vectors were made with")
+    parser.add_argument("--modes", default=",".join(MODES), help="channel sets served, comma-separated")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--queries", type=int, default=1000, help="one client's searches (p50, p99)")
+    parser.add_argument("--settle", type=float, default=5.0)
+    parser.add_argument("--build-notes", type=int, default=1000)
+    parser.add_argument("--cli-runs", type=int, default=10)
+    parser.add_argument("--cli-query", default="résistance opérationnelle")
+    parser.add_argument("--remote-passages", type=int, default=256, help="passages embedded through the server")
+    parser.add_argument("--port", type=int, default=18893)
+    parser.add_argument("--work", type=Path, help="kept for a look afterwards (default: a temporary folder)")
+    parser.add_argument("--out", type=Path, help="the results as JSON")
+    parser.add_argument("--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval")
+    args = parser.parse_args(argv)
+    trees = [parse_tree(text) for text in args.tree]
+    texts = questions(args.eval_dir)
+    paths = [f"/spaces/{{space}}/search?{urllib.parse.urlencode({'q': q, 'limit': 10})}" for q in texts]
+    began = time.time()
+    with tempfile.TemporaryDirectory(prefix="bench-side-") as scratch:
+        work = args.work or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        prepare(trees, args, work)
+        for mode in args.modes.split(","):
+            for tree in trees:
+                tree.results[mode] = serve(tree, mode, args, paths, work)
+                print(json.dumps({"tree": tree.name, "mode": mode, **tree.results[mode]}), flush=True)  # type: ignore[dict-item]
+        for tree in trees:
+            tree.results["build"] = semantic_build(tree, args, work)
+            print(json.dumps({"tree": tree.name, "build": tree.results["build"]}), flush=True)
+        cli_search(trees, args)
+        distinct = {tree.path: tree for tree in reversed(trees)}.values()  # a tree's variants embed alike
+        remote = {tree.name: remote_embedding(tree, args) for tree in distinct}
+    report = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(began)),
+        "minutes": round((time.time() - began) / 60, 1),
+        "load_average_at_end": os.getloadavg(),
+        "trees": {t.name: {"path": str(t.path), "env": t.env, **t.results} for t in trees},
+        "remote_embedding": remote,
+    }
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    print(table(trees))
+    for name, lines in remote.items():
+        for line in lines or []:
+            print(f"{name}: remote embedding: {line}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
