@@ -46,6 +46,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.http_tail import questions, wait_ready
 from bench.workers import percentile, tree_memory
@@ -344,7 +345,7 @@ def _pair(trees: list[Tree], mode: str) -> list[object]:
     return [f"{_cell(t, mode, 'one_client', 'p50_ms')} / {_cell(t, mode, 'one_client', 'p99_ms')}" for t in trees]
 
 
-def main(argv: list[str] | None = None) -> dict[str, object]:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, required=True, help="NOTARIUM_SPACES_ROOT of the vault (space s)")
     parser.add_argument("--vectors", type=Path, required=True, help="an index folder with the vault's vectors")

@@ -23,12 +23,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic.chunking import CHUNKING_FINGERPRINT, chunk_note
 from notarium_search.semantic.embedding import Embedder
+from notarium_search.semantic.manifest import FragmentTable, ManifestUnreadable, Record, decode, encode, saved_records
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
 from notarium_search.semantic.vector_store import VectorStore, VectorStoreCorrupt
 from notarium_search.storage.atomic import write_atomic
@@ -66,23 +66,6 @@ COMPACT_CHECK_EVERY = 4  # checkpoints between tombstone checks
 log = get_logger(__name__)
 
 
-class Record(msgspec.Struct, array_like=True, frozen=True):
-    """A fragment whose vector is in the index."""
-
-    id: str
-    key: int
-    start: int
-    end: int
-    digest: str  # of the fragment text: detects a note text that moved on since
-
-
-class _Manifest(msgspec.Struct):
-    fingerprint: str
-    generation: int
-    checksum: str
-    notes: dict[str, list[Record]]
-
-
 @dataclass(slots=True)
 class SemanticProgress:
     pending: int = 0  # fragments waiting for their embedding
@@ -106,16 +89,14 @@ def count_embedded(directory: Path, model_fingerprint: str | None, notes: Iterab
     vectors hold. What `notarium-search status` shows beside a service.
     `model_fingerprint` None: the vectors are counted whatever model made them."""
     try:
-        manifest = msgspec.json.decode((directory / "vectors.json").read_bytes(), type=_Manifest)
+        fingerprint, saved = saved_records((directory / "vectors.json").read_bytes())
     except FileNotFoundError:
-        manifest = None
-    except (OSError, msgspec.DecodeError) as exc:
-        return _count(notes, {}, f"vector manifest unreadable ({exc}): rebuilt by the service")
-    if manifest is None:
         return _count(notes, {}, None)
-    if model_fingerprint is not None and manifest.fingerprint != f"{model_fingerprint}-{CHUNKING_FINGERPRINT}":
+    except (OSError, ManifestUnreadable) as exc:
+        return _count(notes, {}, f"vector manifest unreadable ({exc}): rebuilt by the service")
+    if model_fingerprint is not None and fingerprint != f"{model_fingerprint}-{CHUNKING_FINGERPRINT}":
         return _count(notes, {}, "vectors made with another model or chunking: every fragment is embedded again")
-    return _count(notes, manifest.notes, None)
+    return _count(notes, saved, None)
 
 
 def _count(notes: Iterable[ParsedNote], saved: Mapping[str, list[Record]], stale: str | None) -> EmbeddedCount:
@@ -179,12 +160,11 @@ class SemanticIndex:
 
     def _load(self) -> None:
         self.generation = 0
-        self.notes: dict[str, list[Record]] = {}
-        self._keys: dict[int, tuple[str, Record]] = {}
+        self.notes = FragmentTable()
         self.store = VectorStore(self.embedder.config.dim)
         self._dirty = True  # until a manifest matching this fingerprint is read
         try:
-            manifest = msgspec.json.decode(self._manifest_path.read_bytes(), type=_Manifest)
+            fingerprint, generation, checksum, notes = decode(self._manifest_path.read_bytes())
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -192,22 +172,19 @@ class SemanticIndex:
                 raise StorageFault(f"cannot read {self._manifest_path}: {describe(exc)}") from exc
             self._reset(f"vector manifest unreadable ({exc}): rebuilding")
             return
-        except msgspec.DecodeError as exc:
+        except ManifestUnreadable as exc:
             self._reset(f"vector manifest unreadable ({exc}): rebuilding")
             return
-        if manifest.fingerprint != self.fingerprint:
-            log.info("vector_fingerprint_changed", old=manifest.fingerprint, new=self.fingerprint)
+        if fingerprint != self.fingerprint:
+            log.info("vector_fingerprint_changed", old=fingerprint, new=self.fingerprint)
             self._reset(None)
             return
         try:
-            store = VectorStore.load(
-                self._vector_path(manifest.generation), self.embedder.config.dim, manifest.checksum, self.read_only
-            )
+            store = VectorStore.load(self._vector_path(generation), self.embedder.config.dim, checksum, self.read_only)
         except VectorStoreCorrupt as exc:
             self._reset(f"vector index corrupt ({exc}): rebuilding from the notes")
             return
-        self.store, self.generation, self.notes = store, manifest.generation, manifest.notes
-        self._keys = self._key_map()
+        self.store, self.generation, self.notes = store, generation, notes
         self._dirty = False
 
     def _reset(self, reason: str | None) -> None:
@@ -221,9 +198,6 @@ class SemanticIndex:
         for stale in self.directory.glob("vectors-*.usearch"):
             stale.unlink(missing_ok=True)
         self._manifest_path.unlink(missing_ok=True)
-
-    def _key_map(self) -> dict[int, tuple[str, Record]]:
-        return {r.key: (note_id, r) for note_id, records in self.notes.items() for r in records}
 
     def checkpoint(self) -> None:
         """Persist the vectors and the manifest that names them (see module doc).
@@ -240,8 +214,8 @@ class SemanticIndex:
             started = time.monotonic()
             generation = self.generation + 1
             checksum = self.store.save(self._vector_path(generation))
-            manifest = _Manifest(self.fingerprint, generation, checksum, self.notes)
-        write_atomic(self._manifest_path, msgspec.json.encode(manifest))
+        # Encoded outside the lock (searches go on): only this thread changes the records.
+        write_atomic(self._manifest_path, encode(self.fingerprint, generation, checksum, self.notes))
         self._vector_path(self.generation).unlink(missing_ok=True)
         self.generation = generation
         self._dirty = False
@@ -265,17 +239,13 @@ class SemanticIndex:
             self._drop_note(note_id)
         for note in notes:
             wanted = {f.id: f for f in chunk_note(note)}
-            kept = [r for r in self.notes.get(note.id, []) if r.id in wanted]
-            gone = [r.key for r in self.notes.get(note.id, []) if r.id not in wanted]
+            saved = self.notes.get(note.id, [])
+            kept = [r for r in saved if r.id in wanted]
+            gone = [r.key for r in saved if r.id not in wanted]
             if gone:
                 with self._lock:
                     self.store.remove(gone)
-                    if kept:
-                        self.notes[note.id] = kept
-                    else:
-                        self.notes.pop(note.id, None)
-                    for key in gone:  # not a full rebuild of the map: a 500-file burst would pay it 500 times
-                        self._keys.pop(key, None)
+                    self.notes.replace(note.id, kept)
                 self._dirty = True
             kept_ids = {r.id for r in kept}
             self._set_pending(note.id, {fid: f for fid, f in wanted.items() if fid not in kept_ids})
@@ -293,10 +263,8 @@ class SemanticIndex:
 
     def _drop_note(self, note_id: str) -> None:
         with self._lock:
-            records = self.notes.pop(note_id, [])
+            records = self.notes.pop(note_id)
             self.store.remove([r.key for r in records])
-            for r in records:
-                self._keys.pop(r.key, None)
         self._dirty = self._dirty or bool(records)
         self._set_pending(note_id, {})
 
@@ -373,8 +341,7 @@ class SemanticIndex:
             self.store.add(keys, vectors.astype(np.float32))
             for fragment in batch:
                 record = Record(fragment.id, fragment.key, fragment.start, fragment.end, text_digest(fragment.text))
-                self.notes.setdefault(fragment.note_id, []).append(record)
-                self._keys[fragment.key] = (fragment.note_id, record)
+                self.notes.add(fragment.note_id, record)
         self._dirty = True
         for fragment in batch:
             fragments = self._pending.get(fragment.note_id, {})
@@ -392,15 +359,16 @@ class SemanticIndex:
         with self._lock:
             allowed = None
             if allowed_notes is not None:
-                allowed = [r.key for n in allowed_notes for r in self.notes.get(n, [])]
+                allowed = self.notes.keys_of(allowed_notes)
                 if not allowed:
                     return []
             hits = self.store.search(query, k, allowed)
-            return [(*self._keys[key], score) for key, score in hits if key in self._keys]
+            found = [(self.notes.find(key), score) for key, score in hits]
+            return [(*where, score) for where, score in found if where is not None]
 
     def fragments_of(self, note_id: str) -> list[Record]:
         with self._lock:
-            return list(self.notes.get(note_id, []))
+            return self.notes.get(note_id, [])
 
     def vectors(self, records: Sequence[Record]) -> np.ndarray:
         with self._lock:

@@ -14,7 +14,8 @@ from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.snippets import HighlightTerms, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.semantic.calibration import query_weight
-from notarium_search.semantic.index import Record, SemanticIndex, text_digest
+from notarium_search.semantic.index import SemanticIndex, text_digest
+from notarium_search.semantic.manifest import Record
 from notarium_search.types import ChannelHit, ChannelResult, Echo, FeedFilter, Snippet
 
 CHANNEL = "semantic"

@@ -3,6 +3,7 @@ packs (and a deterministic hash embedder where only the pipeline is tested)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -99,7 +100,7 @@ def test_fingerprint_change_rebuilds_every_vector(vault: Vault):
     service.stop()
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip", "delete", "manifest"])
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete", "manifest", "record"])
 def test_corrupt_vector_file_is_rebuilt_while_lexical_serves(vault: Vault, damage: str):
     vault.write("a.md", long_note("a", "résilience", paragraphs=4))
     service = vault.service(vector_search=True)
@@ -109,6 +110,10 @@ def test_corrupt_vector_file_is_rebuilt_while_lexical_serves(vault: Vault, damag
     data = vector_file.read_bytes()
     if damage == "manifest":
         (vector_file.parent / "vectors.json").write_bytes(b'{"fingerprint": 3')
+    elif damage == "record":  # well-formed JSON, but a key that is not its id's
+        manifest = json.loads((vector_file.parent / "vectors.json").read_bytes())
+        manifest["notes"]["a"][0][1] += 1
+        (vector_file.parent / "vectors.json").write_text(json.dumps(manifest))
     elif damage == "truncate":
         vector_file.write_bytes(data[: len(data) // 2])
     elif damage == "flip":
