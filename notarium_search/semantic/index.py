@@ -180,7 +180,8 @@ class SemanticIndex:
             self._reset(None)
             return
         try:
-            store = VectorStore.load(self._vector_path(generation), self.embedder.config.dim, checksum, self.read_only)
+            # Mapped, in the writer too: its first change copies them into memory.
+            store = VectorStore.load(self._vector_path(generation), self.embedder.config.dim, checksum, view=True)
         except VectorStoreCorrupt as exc:
             self._reset(f"vector index corrupt ({exc}): rebuilding from the notes")
             return
@@ -213,7 +214,9 @@ class SemanticIndex:
             # of the save's duration, which spaces out the next checkpoints.
             started = time.monotonic()
             generation = self.generation + 1
-            checksum = self.store.save(self._vector_path(generation))
+            # Idle (nothing left to embed): the vectors become pages of the file
+            # just written, shared with the followers (vector_store.py).
+            checksum = self.store.save(self._vector_path(generation), view=not self._pending_count)
         # Encoded outside the lock (searches go on): only this thread changes the records.
         write_atomic(self._manifest_path, encode(self.fingerprint, generation, checksum, self.notes))
         self._vector_path(self.generation).unlink(missing_ok=True)

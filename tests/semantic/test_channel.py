@@ -12,6 +12,7 @@ import textwrap
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from litestar.testing import TestClient
 
@@ -75,6 +76,48 @@ def test_only_changed_fragments_are_re_embedded(vault: Vault):
     space._reconcile_job()
     assert stored_fragments(service) == expected_fragments(service)
     assert not any(n == "other" for n in space.semantic.index.notes)  # type: ignore[union-attr]
+    service.stop()
+
+
+def test_an_idle_writer_maps_its_vectors_and_an_edit_works_on_a_copy(vault: Vault):
+    """Idle, the writer's vectors are pages of the file it saved (shared with
+    the workers that follow it), not a copy; an edit is embedded into a copy,
+    then the idle checkpoint maps the new file. A restart maps them at once."""
+    vault.write("long.md", long_note("long", "résilience", paragraphs=6))
+    service = vault.service(vector_search=True)
+    embedder = HashEmbedder()
+    build_semantic(service, embedder)
+    space = service.spaces["notes"]
+    assert space.semantic is not None
+    index = space.semantic.index
+    assert index is not None
+    assert index.store.viewed
+    first_generation = index.generation
+    vault.write(
+        "long.md", long_note("long", "résilience", paragraphs=6).replace("Paragraphe 4 :", "Paragraphe quatre :")
+    )
+    space._reconcile_job()
+    while space.semantic.has_work:
+        space.semantic.work_slice()
+    assert index.generation > first_generation
+    assert index.store.viewed
+    assert stored_fragments(service) == expected_fragments(service)
+    # Each stored vector is its fragment's as the note reads now (the copy took the edit).
+    fragments = [f for p in lexical.all_payloads(space.lexical) for f in chunk_note(p.to_note())]
+    by_id = {r.id: r for r in index.fragments_of("long")}
+    stored = index.vectors([by_id[f.id] for f in fragments])
+    fresh = HashEmbedder().embed_passages([f.embed_text for f in fragments])  # type: ignore[no-untyped-call]
+    np.testing.assert_allclose(stored, fresh, atol=2e-3)
+    service.stop()
+    service = vault.service(vector_search=True)
+    again = HashEmbedder()
+    build_semantic(service, again)
+    assert again.passages_embedded == 0
+    semantic = service.spaces["notes"].semantic
+    assert semantic is not None
+    assert semantic.index is not None
+    assert semantic.index.store.viewed
+    assert stored_fragments(service) == expected_fragments(service)
     service.stop()
 
 

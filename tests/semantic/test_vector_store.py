@@ -180,6 +180,36 @@ def test_a_store_viewed_from_its_file_answers_as_the_saved_one(rng: np.random.Ge
     np.testing.assert_array_equal(viewed.vectors([1, 2, 499]), store.vectors([1, 2, 499]))
 
 
+def test_a_viewed_store_is_copied_into_memory_before_it_changes_and_never_writes_its_file(
+    rng: np.random.Generator, tmp_path: Path
+):
+    """An idle writer maps its vectors (semantic/index.py); an edit's add or
+    remove then works on a copy, and the mapped file stays as saved (another
+    worker may map it); `save(..., view=True)` maps the new file in turn."""
+    vectors = random_vectors(rng, 501)
+    store = filled(vectors[:500])
+    path, later = tmp_path / "vectors-1.usearch", tmp_path / "vectors-2.usearch"
+    checksum = store.save(path)
+    viewed = VectorStore.load(path, DIM, checksum, view=True)
+    assert viewed.viewed
+    viewed.add(np.array([500], dtype=np.uint64), vectors[500:])
+    viewed.remove([0, 1])
+    assert not viewed.viewed
+    assert len(viewed) == 499
+    assert viewed.search(vectors[500], 1)[0][0] == 500
+    assert vector_store.checksum_of(path.read_bytes()) == checksum  # the mapped file is untouched
+    assert VectorStore.load(path, DIM, checksum).search(vectors[500], 1)[0][0] != 500
+    newer = viewed.save(later, view=True)
+    assert viewed.viewed
+    path.unlink()
+    assert vector_store.checksum_of(later.read_bytes()) == newer
+    assert len(viewed) == 499
+    assert viewed.search(vectors[500], 1)[0][0] == 500
+    viewed.compact()
+    assert not viewed.viewed
+    assert viewed.search(vectors[500], 1)[0][0] == 500
+
+
 @pytest.fixture
 def saved(rng: np.random.Generator, tmp_path: Path) -> tuple[Path, str]:
     path = tmp_path / "space.usearch"
