@@ -32,7 +32,6 @@ it, bench/remote_embedding.py: fragments/s through an embedding server.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import platform
@@ -41,7 +40,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -49,11 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.http_tail import questions, wait_ready
-from bench.workers import percentile, tree_memory
+from bench.workers import load, percentile, tree_memory
 
 SPACE = "s"
 MODES = {"lexical": {}, "hybrid": {"VECTOR_SEARCH": "1"}, "hybrid + graph": {"VECTOR_SEARCH": "1", "GRAPH_BOOST": "1"}}
-NO_DEGRADATION = b'"degraded":{}'
 
 # Timed around the embedder's method in the tree's own process: the same
 # measure for a tree that has bench/embedding_build.py's counters and one that
@@ -144,49 +141,6 @@ def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
         shutil.copytree(args.vectors / SPACE / "vectors", tree.index / SPACE / "vectors")
         index_lexically(tree, args.cli_root, tree.cli_index)
         made[tree.path] = tree
-
-
-@dataclass
-class Load:
-    qps: float
-    latencies: list[float]
-    degraded: int
-
-
-def load(port: int, paths: list[str], clients: int, seconds: float = 0.0, queries: int = 0) -> Load:
-    """`clients` keep-alive clients (threads), for `seconds` or `queries` searches each."""
-    latencies: list[list[float]] = [[] for _ in range(clients)]
-    degraded = [0] * clients
-    barrier = threading.Barrier(clients + 1)
-    deadline = [float("inf")]
-
-    def client(k: int) -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        index = k * len(paths) // clients
-        barrier.wait()
-        while time.perf_counter() < deadline[0] and (not queries or len(latencies[k]) < queries):
-            started = time.perf_counter()
-            connection.request("GET", paths[index % len(paths)])
-            response = connection.getresponse()
-            body = response.read()
-            if response.status != 200:
-                raise RuntimeError(f"search answered {response.status}")
-            latencies[k].append(1000 * (time.perf_counter() - started))
-            degraded[k] += NO_DEGRADATION not in body
-            index += 1
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
-    for thread in threads:
-        thread.start()
-    if seconds:
-        deadline[0] = time.perf_counter() + seconds
-    began = time.perf_counter()
-    barrier.wait()
-    for thread in threads:
-        thread.join()
-    took = time.perf_counter() - began
-    flat = sorted(x for per in latencies for x in per)
-    return Load(len(flat) / took, flat, sum(degraded))
 
 
 def serve(tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], logs: Path) -> dict[str, object]:

@@ -40,6 +40,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.http_tail import questions, wait_ready
@@ -83,39 +84,54 @@ def tree_cpu_seconds(root: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def load(port: int, paths: list[str], clients: int, seconds: float) -> tuple[float, list[float], Counter[str]]:
-    """Queries/s, sorted latencies (ms) and the request ids answered."""
+NO_DEGRADATION = b'"degraded":{}'
+
+
+@dataclass
+class Load:
+    qps: float
+    latencies: list[float]  # ms, sorted
+    answered: Counter[str]  # the request ids answered
+    degraded: int  # answers whose `degraded` is not empty
+
+
+def load(port: int, paths: list[str], clients: int, seconds: float = 0.0, queries: int = 0) -> Load:
+    """`clients` keep-alive clients (threads) searching `paths` in turn, for
+    `seconds`, or `queries` searches each."""
     latencies: list[list[float]] = [[] for _ in range(clients)]
     ids: list[list[str]] = [[] for _ in range(clients)]
+    degraded = [0] * clients
     barrier = threading.Barrier(clients + 1)
-    deadline = [0.0]
+    deadline = [float("inf")]
 
     def client(k: int) -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         index = k * len(paths) // clients
         barrier.wait()
-        while time.perf_counter() < deadline[0]:
+        while time.perf_counter() < deadline[0] and (not queries or len(latencies[k]) < queries):
             started = time.perf_counter()
             connection.request("GET", paths[index % len(paths)])
             response = connection.getresponse()
-            response.read()
+            body = response.read()
             if response.status != 200:
                 raise RuntimeError(f"search answered {response.status}")
             latencies[k].append(1000 * (time.perf_counter() - started))
             ids[k].append(response.getheader("x-request-id") or "")
+            degraded[k] += NO_DEGRADATION not in body
             index += 1
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
     for thread in threads:
         thread.start()
-    deadline[0] = time.perf_counter() + seconds
+    if seconds:
+        deadline[0] = time.perf_counter() + seconds
     began = time.perf_counter()
     barrier.wait()
     for thread in threads:
         thread.join()
     took = time.perf_counter() - began
     flat = sorted(x for per in latencies for x in per)
-    return len(flat) / took, flat, Counter(i for per in ids for i in per)
+    return Load(len(flat) / took, flat, Counter(i for per in ids for i in per), sum(degraded))
 
 
 def by_worker(log_path: Path, answered: Counter[str]) -> list[int]:
@@ -208,9 +224,10 @@ def run(variant: str, args: argparse.Namespace, paths: list[str], folder: Path, 
         time.sleep(args.settle)  # every worker read the vectors; start-up collections over
         space_paths = [p.replace("{space}", space) for p in paths]
         idle = tree_memory(process.pid)
-        rate1, single, _ = load(port, space_paths, 1, args.seconds)
+        one = load(port, space_paths, 1, args.seconds)
         server_cpu, client_cpu = tree_cpu_seconds(process.pid), time.process_time()
-        rate, many, answered = load(port, space_paths, args.clients, args.seconds)
+        concurrent = load(port, space_paths, args.clients, args.seconds)
+        single, many, answered = one.latencies, concurrent.latencies, concurrent.answered
         server_cpu = tree_cpu_seconds(process.pid) - server_cpu
         client_cpu = time.process_time() - client_cpu
         peak = tree_memory(process.pid)
@@ -220,10 +237,10 @@ def run(variant: str, args: argparse.Namespace, paths: list[str], folder: Path, 
         process.wait()
     return {
         "workers": variant,
-        "one_client": {"qps": round(rate1), "p50": percentile(single, 0.5), "p99": percentile(single, 0.99)},
+        "one_client": {"qps": round(one.qps), "p50": percentile(single, 0.5), "p99": percentile(single, 0.99)},
         "clients": args.clients,
         "many_clients": {
-            "qps": round(rate),
+            "qps": round(concurrent.qps),
             "p50": percentile(many, 0.5),
             "p99": percentile(many, 0.99),
             # CPU per answer: the server's processes, and these client threads on the same cores.
