@@ -23,7 +23,8 @@ load). Answers whose `degraded` is not empty are counted (a query embedding
 past its deadline is answered lexically). Then, per tree: a semantic build
 of `--build-notes` notes (the first notes of ROOT), its fragments/s and the
 share of its time inside the embedder's `embed_passages` (timed around the
-method, from the first call to the end of the command); `notarium-search
+method, from the first call to the end of the command), and the vault's
+first embedding projected from them (its fragments at that rate); `notarium-search
 search` from process start to printed results on CLI-ROOT (a 10,000-note
 vault; median of `--cli-runs`, trees alternated). Last, for trees that have
 it, bench/remote_embedding.py: fragments/s through an embedding server.
@@ -219,6 +220,14 @@ def semantic_build(tree: Tree, args: argparse.Namespace, work: Path) -> dict[str
     return result
 
 
+def saved_fragments(index: Path) -> int:
+    """How many fragments the vectors of `index` hold: the vault's, which a
+    first embedding embeds (projected from a build's fragments/s, since
+    embedding 50,000 notes once per tree would take hours)."""
+    manifest = json.loads((index / SPACE / "vectors" / "vectors.json").read_bytes())
+    return sum(len(records) for records in manifest["notes"].values())
+
+
 def cli_search(trees: list[Tree], args: argparse.Namespace) -> None:
     """Process start to printed results, trees alternated; byte-code caches on, one warm-up each."""
     samples: dict[str, list[float]] = {tree.name: [] for tree in trees}
@@ -290,6 +299,7 @@ def table(trees: list[Tree]) -> str:
         ("RSS lexical: idle / peak (MiB)", list(memory("lexical"))),
         ("semantic build: share of its time in the model", [_cell(t, "build", "share_in_model") for t in trees]),
         ("semantic build: fragments/s", [_cell(t, "build", "fragments_per_s") for t in trees]),
+        ("first embedding of the vault, projected (min)", [_cell(t, "build", "vault_minutes") for t in trees]),
         ("`search` from the shell, start to printed results (ms)", [_cell(t, "cli_search_ms") for t in trees]),
     ]
     lines = ["| measure | " + " | ".join(t.name for t in trees) + " |", "|---" * (len(trees) + 1) + "|"]
@@ -337,6 +347,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for tree in trees:
             tree.results["build"] = semantic_build(tree, args, work)
             print(json.dumps({"tree": tree.name, "build": tree.results["build"]}), flush=True)
+        vault_fragments = saved_fragments(args.vectors)
+        for tree in trees:
+            build = tree.results["build"]
+            assert isinstance(build, dict)
+            build["vault_minutes"] = round(vault_fragments / build["fragments_per_s"] / 60, 1)
         cli_search(trees, args)
         print(json.dumps({t.name: t.results["cli_search_ms"] for t in trees}), flush=True)
         distinct = {tree.path: tree for tree in reversed(trees)}.values()  # a tree's variants embed alike
