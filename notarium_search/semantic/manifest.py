@@ -19,6 +19,7 @@ then embeds again, as for any damaged manifest).
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -54,14 +55,19 @@ class ManifestUnreadable(ValueError):
 _ROW = struct.Struct("<16sII8s")  # id, start, end, digest
 
 
+_ID = re.compile(r"[0-9a-f]{32}")
+_DIGEST = re.compile(r"[0-9a-f]{16}")
+
+
 def _pack(record: Record) -> bytes:
-    try:
-        row = _ROW.pack(bytes.fromhex(record.id), record.start, record.end, bytes.fromhex(record.digest))
-    except (ValueError, struct.error) as exc:
-        raise ManifestUnreadable(f"fragment record {record!r}: {exc}") from None
-    if len(record.id) != 32 or len(record.digest) != 16 or key_of(record.id) != record.key:
+    # Checked before `bytes.fromhex`, which skips spaces: "0011 2233…" would
+    # pack as another id (and a key_of ValueError escaped as a crash at start).
+    if not (_ID.fullmatch(record.id) and _DIGEST.fullmatch(record.digest)) or key_of(record.id) != record.key:
         raise ManifestUnreadable(f"fragment record {record!r}: not an id, key and digest of this version")
-    return row
+    try:
+        return _ROW.pack(bytes.fromhex(record.id), record.start, record.end, bytes.fromhex(record.digest))
+    except struct.error as exc:  # an offset out of range
+        raise ManifestUnreadable(f"fragment record {record!r}: {exc}") from None
 
 
 def _unpack(rows: bytes, at: int) -> Record:

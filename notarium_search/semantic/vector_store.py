@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import mmap
 import operator
 import threading
 from collections.abc import Collection, Iterable, Sequence
@@ -47,6 +48,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeAlias
 
+from notarium_search.logsetup import get_logger
 from notarium_search.storage.atomic import write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 
@@ -109,6 +111,8 @@ OVERFETCH_GROWTH: Final = 4
 
 _MAX_KEY: Final = 2**64 - 1
 
+log = get_logger(__name__)
+
 
 class VectorStoreCorrupt(RuntimeError):
     """A stored vector file cannot be used: missing, unreadable, truncated or
@@ -116,7 +120,7 @@ class VectorStoreCorrupt(RuntimeError):
     The message says which; the caller rebuilds the store from the notes."""
 
 
-def checksum_of(data: bytes) -> str:
+def checksum_of(data: bytes | mmap.mmap) -> str:
     """The checksum `save` returns and `load` expects: blake2b (64-byte digest), hex."""
     return hashlib.blake2b(data).hexdigest()
 
@@ -130,6 +134,7 @@ class VectorStore:
         self._dim = dim
         self._index = _new_index(dim)
         self._viewed = False  # `_index` maps a saved file (read-only) rather than owns its graph
+        self._mapping: mmap.mmap | None = None  # what a viewed `_index` reads: usearch keeps no reference
         self._index_lock = threading.Lock()  # held around every native call
         self._write_lock = threading.Lock()  # one mutation (or save) at a time
 
@@ -145,10 +150,11 @@ class VectorStore:
 
         Raises VectorStoreCorrupt when the file is missing, unreadable, does
         not match the checksum, or holds another dimension or format."""
-        data = _read_verified(path, checksum)
+        data = _read_verified(path, checksum, mapped=view)
         store = cls(dim)
         store._index = _restore(path, data, dim, view)
         store._viewed = view
+        store._mapping = data if isinstance(data, mmap.mmap) else None
         return store
 
     @property
@@ -169,17 +175,27 @@ class VectorStore:
             data = bytes(serialised)
             write_atomic(path, data)
             if view:
-                mapped = _new_index(self._dim)
-                mapped.view(str(path))
-                with self._index_lock:
-                    self._index, self._viewed = mapped, True
+                self._view_saved(path)
         return checksum_of(data)
+
+    def _view_saved(self, path: Path) -> None:
+        """Map the file just saved in place of the graph in memory (write lock
+        held); a file gone already (its folder deleted) leaves the graph owned."""
+        try:
+            mapping = _map(path)
+        except (OSError, ValueError) as exc:
+            log.warning("vector_file_not_mapped", path=str(path), error=str(exc))
+            return
+        mapped = _new_index(self._dim)
+        mapped.view(memoryview(mapping))
+        with self._index_lock:
+            self._index, self._viewed, self._mapping = mapped, True, mapping
 
     def _own(self) -> None:
         """Copy a mapped graph into memory before changing it (write lock held)."""
         if self._viewed:
             with self._index_lock:
-                self._index, self._viewed = self._index.copy(), False
+                self._index, self._viewed, self._mapping = self._index.copy(), False, None
 
     def add(self, keys: npt.NDArray[np.integer[Any]], vectors: npt.NDArray[np.floating[Any]]) -> None:
         """Store `vectors` (n × dim) under `keys` (n distinct non-negative
@@ -252,7 +268,7 @@ class VectorStore:
                 # The f16 vectors go back in as f16: no precision is lost.
                 fresh.add(keys, stored, threads=ADD_THREADS)
             with self._index_lock:
-                self._index, self._viewed = fresh, False
+                self._index, self._viewed, self._mapping = fresh, False, None
 
     def search(
         self,
@@ -325,11 +341,26 @@ def _new_index(dim: int) -> Index:
     )
 
 
-def _read_verified(path: Path, checksum: str) -> bytes:
+def _map(path: Path) -> mmap.mmap:
+    """The file mapped read-only. Mapped here rather than by usearch's
+    `view(path)`, which, given a file that is gone (a follower reading a
+    generation the writer has just replaced), closes file descriptor 0 of the
+    process (usearch 2.26.6): whatever was opened next there then failed or
+    was written to the wrong file. Raises OSError, or ValueError for an empty file."""
+    with path.open("rb") as file:
+        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _read_verified(path: Path, checksum: str, mapped: bool = False) -> bytes | mmap.mmap:
+    """The file's bytes, read or (`mapped`) mapped, once they have `checksum`:
+    a mapped file is hashed through its mapping, so the pages checked are the
+    pages usearch reads, with no second lookup of the path."""
     try:
-        data = path.read_bytes()
+        data = _map(path) if mapped else path.read_bytes()
     except FileNotFoundError as exc:
         raise VectorStoreCorrupt(f"vector file missing: {path}") from exc
+    except ValueError as exc:  # mmap refuses an empty file
+        raise VectorStoreCorrupt(f"vector file empty: {path}") from exc
     except OSError as exc:
         if is_passing(exc):  # too many open files, an I/O error: says nothing of the bytes
             raise StorageFault(f"cannot read the vector file {path}: {describe(exc)}") from exc
@@ -343,7 +374,7 @@ def _read_verified(path: Path, checksum: str) -> bytes:
     return data
 
 
-def _restore(path: Path, data: bytes, dim: int, view: bool = False) -> Index:
+def _restore(path: Path, data: bytes | mmap.mmap, dim: int, view: bool = False) -> Index:
     """An index loaded (copied into memory) from verified bytes, or mapped
     from the file that held them (`view`: the file is never rewritten in place,
     a checkpoint writes a new one)."""
@@ -351,7 +382,7 @@ def _restore(path: Path, data: bytes, dim: int, view: bool = False) -> Index:
     from usearch.index import Index
 
     try:
-        meta = Index.metadata(data)
+        meta = Index.metadata(memoryview(data))
     except Exception as exc:
         raise VectorStoreCorrupt(f"vector file unreadable by usearch: {path}: {exc}") from exc
     if not meta:
@@ -365,9 +396,9 @@ def _restore(path: Path, data: bytes, dim: int, view: bool = False) -> Index:
     index = _new_index(dim)
     try:
         if view:
-            index.view(str(path))
+            index.view(memoryview(data))
         else:
-            index.load(data)
+            index.load(memoryview(data))
     except Exception as exc:
         raise VectorStoreCorrupt(f"vector file unreadable by usearch: {path}: {exc}") from exc
     return index

@@ -68,6 +68,11 @@ def test_the_table_finds_adds_replaces_and_drops_records():
         lambda r: Record("zz" + r.id[2:], r.key, r.start, r.end, r.digest),  # not hex
         lambda r: Record(r.id, r.key, -1, r.end, r.digest),  # a negative offset
         lambda r: Record(r.id, r.key, r.start, r.end, r.digest + "00"),  # a longer digest
+        lambda r: Record(
+            r.id[:8] + " " + r.id[9:] + " ", r.key, r.start, r.end, r.digest
+        ),  # spaces: fromhex skips them
+        lambda r: Record(r.id, r.key, r.start, r.end, r.digest[:4] + " " + r.digest[5:15] + " "),
+        lambda r: Record(r.id.upper(), r.key, r.start, r.end, r.digest),  # this version writes lower case
     ],
 )
 def test_records_this_version_never_writes_make_the_manifest_unreadable(broken):

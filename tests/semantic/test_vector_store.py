@@ -210,6 +210,43 @@ def test_a_viewed_store_is_copied_into_memory_before_it_changes_and_never_writes
     assert viewed.search(vectors[500], 1)[0][0] == 500
 
 
+def test_a_vector_file_gone_before_it_is_mapped_leaves_the_store_owned_and_fd_0_open(
+    rng: np.random.Generator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The folder deleted between the save and the mapping (a supported case):
+    the store keeps its graph in memory. usearch 2.26.6's own `view(path)` of
+    a missing file closes file descriptor 0, so the store maps files itself."""
+    import os
+
+    from notarium_search.storage.atomic import write_atomic as written
+
+    def write_then_vanish(path: Path, data: bytes) -> None:
+        written(path, data)
+        path.unlink()
+
+    monkeypatch.setattr(vector_store, "write_atomic", write_then_vanish)
+    vectors = random_vectors(rng, 50)
+    store = filled(vectors)
+    before = os.fstat(0)
+    store.save(tmp_path / "vectors-2.usearch", view=True)
+    assert os.fstat(0).st_ino == before.st_ino  # still open, still the same file
+    assert not store.viewed
+    assert store.search(vectors[7], 1)[0][0] == 7
+
+
+def test_a_mapped_store_reads_the_file_it_verified(rng: np.random.Generator, tmp_path: Path):
+    """A viewed load checks the checksum over the very pages it maps: the file
+    unlinked or replaced after that changes nothing it answers."""
+    vectors = random_vectors(rng, 50)
+    path = tmp_path / "vectors-1.usearch"
+    checksum = filled(vectors).save(path)
+    viewed = VectorStore.load(path, DIM, checksum, view=True)
+    path.unlink()
+    filled(random_vectors(rng, 50)).save(path)  # another file under the same name
+    assert viewed.search(vectors[7], 1)[0][0] == 7
+    np.testing.assert_allclose(viewed.vectors([7]), vectors[7:8], atol=2e-3)
+
+
 @pytest.fixture
 def saved(rng: np.random.Generator, tmp_path: Path) -> tuple[Path, str]:
     path = tmp_path / "space.usearch"
