@@ -351,7 +351,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for tree in trees:
             build = tree.results["build"]
             assert isinstance(build, dict)
-            build["vault_minutes"] = round(vault_fragments / build["fragments_per_s"] / 60, 1)
+            build["vault_fragments"] = vault_fragments
+            build["vault_minutes"] = round(vault_fragments / build["fragments_per_s"] / 60, 2)
         cli_search(trees, args)
         print(json.dumps({t.name: t.results["cli_search_ms"] for t in trees}), flush=True)
         distinct = {tree.path: tree for tree in reversed(trees)}.values()  # a tree's variants embed alike

@@ -132,7 +132,10 @@ def test_side_by_side_smoke(tmp_path):
             assert tree[mode]["memory_mib"]["idle_rss"] > 0
         assert 0 < tree["build"]["share_in_model"] <= 1
         assert tree["build"]["fragments"] > 0
-        assert tree["build"]["vault_minutes"] > 0
+        build = tree["build"]
+        assert build["vault_fragments"] > SCALE_SMOKE_NOTES  # the vault's, from the vectors' manifest
+        projected = build["vault_fragments"] / build["fragments_per_s"] / 60
+        assert build["vault_minutes"] == pytest.approx(projected, abs=0.01)
         assert tree["cli_search_ms"] > 0
     assert trees["one-worker"]["env"] == {"NOTARIUM_WORKERS": "1"}
     # One checkout: its remote-embedding run once, whose lines are the report alone.
