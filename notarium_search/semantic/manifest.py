@@ -70,9 +70,14 @@ def _pack(record: Record) -> bytes:
         raise ManifestUnreadable(f"fragment record {record!r}: {exc}") from None
 
 
+def _key_at(rows: bytes, at: int) -> int:
+    """The vector key of the row at `at`: its id's first 8 bytes (chunking.key_of)."""
+    return int.from_bytes(rows[at : at + 8], "big")
+
+
 def _unpack(rows: bytes, at: int) -> Record:
     raw_id, start, end, digest = _ROW.unpack_from(rows, at)
-    return Record(raw_id.hex(), int.from_bytes(raw_id[:8], "big"), start, end, digest.hex())
+    return Record(raw_id.hex(), _key_at(rows, at), start, end, digest.hex())
 
 
 class FragmentTable(Mapping[str, list[Record]]):
@@ -107,9 +112,8 @@ class FragmentTable(Mapping[str, list[Record]]):
         if note_id is None:
             return None
         rows = self._rows[note_id]
-        wanted = key.to_bytes(8, "big")
         for at in range(0, len(rows), _ROW.size):
-            if rows[at : at + 8] == wanted:
+            if _key_at(rows, at) == key:
                 return note_id, _unpack(rows, at)
         return None
 
@@ -118,7 +122,7 @@ class FragmentTable(Mapping[str, list[Record]]):
         keys = []
         for note_id in note_ids:
             rows = self._rows.get(note_id, b"")
-            keys += [int.from_bytes(rows[at : at + 8], "big") for at in range(0, len(rows), _ROW.size)]
+            keys += [_key_at(rows, at) for at in range(0, len(rows), _ROW.size)]
         return keys
 
     def replace(self, note_id: str, records: Sequence[Record]) -> None:

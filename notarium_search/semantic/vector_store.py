@@ -133,8 +133,9 @@ class VectorStore:
             raise ValueError(f"dimension must be positive, got {dim}")
         self._dim = dim
         self._index = _new_index(dim)
-        self._viewed = False  # `_index` maps a saved file (read-only) rather than owns its graph
-        self._mapping: mmap.mmap | None = None  # what a viewed `_index` reads: usearch keeps no reference
+        # What `_index` maps when it views a saved file rather than owns its graph
+        # (usearch keeps no reference to it); None: the graph is in memory.
+        self._mapping: mmap.mmap | None = None
         self._index_lock = threading.Lock()  # held around every native call
         self._write_lock = threading.Lock()  # one mutation (or save) at a time
 
@@ -153,14 +154,13 @@ class VectorStore:
         data = _read_verified(path, checksum, mapped=view)
         store = cls(dim)
         store._index = _restore(path, data, dim, view)
-        store._viewed = view
         store._mapping = data if isinstance(data, mmap.mmap) else None
         return store
 
     @property
     def viewed(self) -> bool:
         """Whether the vectors are pages of a saved file rather than a copy in memory."""
-        return self._viewed
+        return self._mapping is not None
 
     def save(self, path: Path, view: bool = False) -> str:
         """Write the store atomically (temp file, fsync, rename, fsync of the
@@ -189,13 +189,13 @@ class VectorStore:
         mapped = _new_index(self._dim)
         mapped.view(memoryview(mapping))
         with self._index_lock:
-            self._index, self._viewed, self._mapping = mapped, True, mapping
+            self._index, self._mapping = mapped, mapping
 
     def _own(self) -> None:
         """Copy a mapped graph into memory before changing it (write lock held)."""
-        if self._viewed:
+        if self._mapping is not None:
             with self._index_lock:
-                self._index, self._viewed, self._mapping = self._index.copy(), False, None
+                self._index, self._mapping = self._index.copy(), None
 
     def add(self, keys: npt.NDArray[np.integer[Any]], vectors: npt.NDArray[np.floating[Any]]) -> None:
         """Store `vectors` (n × dim) under `keys` (n distinct non-negative
@@ -268,7 +268,7 @@ class VectorStore:
                 # The f16 vectors go back in as f16: no precision is lost.
                 fresh.add(keys, stored, threads=ADD_THREADS)
             with self._index_lock:
-                self._index, self._viewed, self._mapping = fresh, False, None
+                self._index, self._mapping = fresh, None
 
     def search(
         self,
