@@ -25,13 +25,15 @@ import time
 from pathlib import Path
 
 
-def run_once(tree: Path, args: argparse.Namespace) -> tuple[float, float]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PYTHONPATH=str(tree), NOTARIUM_SPACES_ROOT=str(args.root), NOTARIUM_INDEX_DIR=str(args.index))
+def timed_search(tree: Path, env: dict[str, str], space: str, query: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `notarium-search search` from `tree`. It
+    runs in the tree: `python -m` puts the working folder before PYTHONPATH,
+    so from elsewhere (this repository, say) it would run that folder's code."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "notarium_search", "search", args.space, args.query],
+        [sys.executable, "-m", "notarium_search", "search", space, query],
+        cwd=tree,
         env=env,
         capture_output=True,
         text=True,
@@ -43,6 +45,12 @@ def run_once(tree: Path, args: argparse.Namespace) -> tuple[float, float]:
         raise SystemExit(f"{tree}: {done.stderr.strip()}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu
+
+
+def run_once(tree: Path, args: argparse.Namespace) -> tuple[float, float]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(tree), NOTARIUM_SPACES_ROOT=str(args.root), NOTARIUM_INDEX_DIR=str(args.index))
+    return timed_search(tree, env, args.space, args.query)
 
 
 def main() -> None:

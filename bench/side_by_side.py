@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.cli_startup import timed_search
 from bench.http_tail import questions, wait_ready
 from bench.workers import load, percentile, tree_memory
 
@@ -235,16 +236,9 @@ def cli_search(trees: list[Tree], args: argparse.Namespace) -> None:
         for tree in trees:
             env = tree_env(tree, args.cli_root, tree.cli_index, {})
             env.pop("PYTHONDONTWRITEBYTECODE", None)
-            started = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "notarium_search", "search", SPACE, args.cli_query],
-                cwd=tree.path,
-                env=env,
-                capture_output=True,
-                check=True,
-            )
+            wall, _ = timed_search(tree.path, env, SPACE, args.cli_query)
             if round_number:
-                samples[tree.name].append(1000 * (time.perf_counter() - started))
+                samples[tree.name].append(1000 * wall)
     for tree in trees:
         tree.results["cli_search_ms"] = round(statistics.median(samples[tree.name]))
 
