@@ -46,7 +46,10 @@ def collection(name: str) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # ~20 s unloaded for piaf-fr's 3,835 queries: ten times that fits with room
-@pytest.mark.parametrize(("name", "language", "minimum"), [("piaf-fr", "fr", 0.80), ("cranfield", "en", 0.37)])
+# piaf-fr measured 0.8250 (0.8144 before the French exact-form and proximity
+# boosts: the threshold fails without them), cranfield 0.3892. Tantivy's
+# ranking is deterministic: no margin for luck is needed, only for edits.
+@pytest.mark.parametrize(("name", "language", "minimum"), [("piaf-fr", "fr", 0.82), ("cranfield", "en", 0.385)])
 def test_lexical_ndcg(tmp_path: Path, name: str, language: str, minimum: float):
     path = collection(name)
     service, _ = build(path, tmp_path, language, RankingConfig())

@@ -9,6 +9,7 @@ the analyzer's own tokens, so what we search for is exactly what was indexed.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -26,6 +27,41 @@ PREFIX_MIN_CHARS = 2  # a one-letter prefix expands to most of the dictionary
 # remembered (a few hundred bytes per entry).
 ANALYSED_UNITS_CACHE = 4096
 _UNIT_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+# Two consecutive query words count as near when at most this many words
+# (stop words included: the plain field keeps them) separate them in the note:
+# "roi de France" matches "roi France". Slop 0 and 2 measured alike on piaf-fr
+# (0.8242, 0.8250 with the exact-form boost), 2 tolerates an adjective between.
+PROXIMITY_SLOP = 2
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageBoosts:
+    """[ranking] boosts whose measured default depends on the space language."""
+
+    exact_form: float
+    proximity: float
+
+
+# Measured with bench/eval_collection.py (docs/ranking.md, "Exact forms and
+# proximity"). French: Snowball conflates many forms ("élection", "élections",
+# "électoral" → "election"), so a word found as written is better evidence:
+# the lexical channel alone on piaf-fr 0.8144 → 0.8231 with the exact-form
+# boost 0.5 (0.25: 0.8214, 1: 0.8204), 0.8250 with proximity 0.25 too; hybrid
+# 0.8517 → 0.8587. English: cranfield 0.3892 → 0.3869 lexical, 0.4106 → 0.4077
+# hybrid with both on (proximity alone: 0.3884-0.3895, noise), so off.
+LANGUAGE_BOOSTS: dict[str, LanguageBoosts] = {
+    "fr": LanguageBoosts(exact_form=0.5, proximity=0.25),
+    "en": LanguageBoosts(exact_form=0.0, proximity=0.0),
+}
+
+
+def language_boosts(ranking: RankingConfig, language: str) -> LanguageBoosts:
+    """The configured boosts, or the language's measured defaults where unset."""
+    default = LANGUAGE_BOOSTS.get(language, LanguageBoosts(0.0, 0.0))
+    return LanguageBoosts(
+        default.exact_form if ranking.exact_form_boost is None else ranking.exact_form_boost,
+        default.proximity if ranking.proximity_boost is None else ranking.proximity_boost,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +139,21 @@ def _analyse(analyzers: Analyzers, text: str) -> tuple[tuple[str | None, str, st
     return tuple(analysed)
 
 
-def build_query(plan: QueryPlan, schema: tantivy.Schema, ranking: RankingConfig, absent_stems: frozenset[str]) -> Query:
+def build_query(
+    plan: QueryPlan,
+    schema: tantivy.Schema,
+    ranking: RankingConfig,
+    absent_stems: frozenset[str],
+    language: str,
+) -> Query:
     """Ranked query: every word optional (more matched words rank higher),
     quoted phrases required, excluded words and phrases removed.
 
     `absent_stems`: query stems that occur in no note. Only those words are
     also matched at one typo: a word that matches something needs no typo
-    tolerance, and a fuzzy clause costs more than every other clause together."""
+    tolerance, and a fuzzy clause costs more than every other clause together.
+    `language` picks the measured defaults of the exact-form and proximity
+    boosts (LANGUAGE_BOOSTS)."""
     should: list[Query] = []
     must: list[Query] = []
     must_not: list[Query] = []
@@ -125,6 +169,8 @@ def build_query(plan: QueryPlan, schema: tantivy.Schema, ranking: RankingConfig,
     plain_words: list[str | tuple[int, str]] = [
         t.plain for u in plan.units if not u.excluded and not u.phrase for t in u.terms
     ]
+    if not plain_only:
+        should.extend(_form_and_proximity(plan, schema, language_boosts(ranking, language)))
     if len(plain_words) >= 2 and ranking.phrase_boost > 0:
         phrase = Query.phrase_query(schema, "plain", plain_words)
         should.append(Query.boost_query(phrase, ranking.phrase_boost))
@@ -136,6 +182,21 @@ def build_query(plan: QueryPlan, schema: tantivy.Schema, ranking: RankingConfig,
     if not must and not should:
         clauses.append((Occur.Must, Query.all_query()))
     return Query.boolean_query(clauses)
+
+
+def _form_and_proximity(plan: QueryPlan, schema: tantivy.Schema, boosts: LanguageBoosts) -> list[Query]:
+    """The words as written (plain field, on top of their stems), and each
+    pair of consecutive words found near each other (stop words aside)."""
+    words = [t.plain for u in plan.units if not u.excluded and not u.phrase for t in u.terms if t.stem is not None]
+    clauses: list[Query] = []
+    if boosts.exact_form > 0:
+        # A repeated word counts twice, as its stem clause does.
+        clauses.extend(Query.boost_query(Query.term_query(schema, "plain", word), boosts.exact_form) for word in words)
+    if boosts.proximity > 0:
+        for first, second in itertools.pairwise(words):
+            near = Query.phrase_query(schema, "plain", [first, second], PROXIMITY_SLOP)
+            clauses.append(Query.boost_query(near, boosts.proximity))
+    return clauses
 
 
 def build_filter_terms(plan: QueryPlan, schema: tantivy.Schema) -> list[tuple[Occur, Query]]:

@@ -48,7 +48,9 @@ def search(
     searcher = index.searcher()
     absent = _absent_terms(searcher, plan)
     absent_stems = frozenset(t.stem for t in absent if t.stem)
-    query = _with_filters(build_query(plan, index.schema, ranking, absent_stems), filters, index.schema)
+    query = _with_filters(
+        build_query(plan, index.schema, ranking, absent_stems, index.analyzers.language), filters, index.schema
+    )
     result = searcher.search(query, limit, count=False)
     terms = HighlightTerms.from_plan(plan, absent_stems)
     holds_phrase = phrase_test(unicodedata.normalize("NFC", text)) if phrase_depth else None

@@ -84,6 +84,15 @@ class RankingConfig:
     """Score of an as-you-type prefix match of the last query word."""
     phrase_boost: float = 2.0
     """Extra weight when the whole unquoted query occurs as a phrase."""
+    exact_form_boost: float | None = None
+    """Extra weight of a query word found as written (case and accents aside),
+    on top of its stem: "élections" then ranks a note saying "élections"
+    above one saying only "élection". None: the space language's measured
+    default (fr 0.5, en 0: lexical/query.py LANGUAGE_BOOSTS). 0 disables."""
+    proximity_boost: float | None = None
+    """Extra weight when two consecutive query words occur within two words
+    of each other in the note. None: the space language's measured default
+    (fr 0.25, en 0). 0 disables."""
 
 
 @dataclass(frozen=True, slots=True)

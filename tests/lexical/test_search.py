@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from notarium_search.lexical.query import LANGUAGE_BOOSTS, LanguageBoosts, language_boosts
+from notarium_search.settings import RankingConfig
 from notarium_search.types import FeedFilter, Snippet
 from tests.conftest import Vault, ids
 
@@ -273,3 +275,46 @@ def test_snippet_depth_and_no_snippets(service):
     # Cut on demand, for the hits fusion keeps: the same as when cut at once.
     deep = lexical.search(index, "interoperabilite", FeedFilter(), 10, ranking)
     assert [lexical.snippets_of(index, h) for h in shallow.hits[1:]] == [h.snippets for h in deep.hits[1:]]
+
+
+def _ranked(vault: Vault, space: str, query: str, **ranking: float) -> list[str]:
+    service = vault.service(ranking=RankingConfig(**ranking))
+    try:
+        return ids(service.search(space, query, NO_FILTER, 10))
+    finally:
+        service.stop()
+
+
+# Same stem, "élection" twice in a shorter note: plain BM25 puts that note first.
+AS_WRITTEN = "---\nid: as-written\n---\nLes élections municipales auront lieu au printemps prochain.\n"
+OTHER_FORM = "---\nid: other-form\n---\nUne élection, puis une autre élection.\n"
+
+
+def test_french_word_found_as_written_ranks_above_another_form_of_it(vault: Vault):
+    vault.write("a.md", AS_WRITTEN)
+    vault.write("b.md", OTHER_FORM)
+    assert _ranked(vault, "notes", "élections ", exact_form_boost=0) == ["other-form", "as-written"]
+    assert _ranked(vault, "notes", "élections ") == ["as-written", "other-form"]  # French default 0.5
+    assert _ranked(vault, "notes", "ELECTIONS ") == ["as-written", "other-form"]  # case and accents aside
+
+
+def test_english_forms_weigh_alike_unless_configured(vault: Vault):
+    vault.write("a.md", AS_WRITTEN.replace("Les élections municipales", "The local elections"), space="en-notes")
+    vault.write("b.md", "---\nid: other-form\n---\nOne election, then another election.\n", space="en-notes")
+    assert _ranked(vault, "en-notes", "elections ") == ["other-form", "as-written"]  # English default 0
+    assert _ranked(vault, "en-notes", "elections ", exact_form_boost=0.5) == ["as-written", "other-form"]
+
+
+def test_french_words_near_each_other_rank_above_the_same_words_apart(vault: Vault):
+    vault.write("near.md", "---\nid: near\n---\nLe roi de France signa le traité de paix après la guerre.\n")
+    vault.write("apart.md", "---\nid: apart\n---\nLe roi chassait au loin, la France attendait.\n")
+    # Without proximity the shorter note comes first.
+    assert _ranked(vault, "notes", "roi France ", proximity_boost=0) == ["apart", "near"]
+    assert _ranked(vault, "notes", "roi France ") == ["near", "apart"]  # French default 0.25
+
+
+def test_language_boosts_take_the_configured_value_over_the_language_default():
+    assert language_boosts(RankingConfig(), "fr") == LANGUAGE_BOOSTS["fr"]
+    assert language_boosts(RankingConfig(), "en") == LanguageBoosts(exact_form=0.0, proximity=0.0)
+    configured = RankingConfig(exact_form_boost=0.0, proximity_boost=1.0)
+    assert language_boosts(configured, "fr") == LanguageBoosts(exact_form=0.0, proximity=1.0)
