@@ -2,12 +2,8 @@
 
 The semantic channel keeps one `VectorStore` per space: fragment key (uint64)
 → embedding, searchable by cosine similarity. It is saved to one file whose
-blake2b checksum the caller keeps (in its manifest); `load` verifies that
-checksum *before* usearch parses a single byte, because usearch has no
-checksum of its own: one flipped byte made usearch 2.26 segfault while
-loading (2 of 7 positions tried) or load silently with other neighbours.
-Every problem with a stored file raises `VectorStoreCorrupt`, and the caller
-rebuilds from the notes.
+checksum `load` verifies before usearch reads it; every problem with a stored
+file raises `VectorStoreCorrupt` (both in vector_file.py).
 
 A store either owns its graph in memory or maps a saved file (`view`):
 rewriting a memory-mapped index file kills the process (measured: SIGSEGV
@@ -38,7 +34,6 @@ importing this module, e.g. for `VectorStoreCorrupt`, needs neither.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import mmap
 import operator
@@ -49,8 +44,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeAlias
 
 from notarium_search.logsetup import get_logger
+from notarium_search.semantic.vector_file import VectorStoreCorrupt as VectorStoreCorrupt
+from notarium_search.semantic.vector_file import checksum_of, map_file, read_verified, restore
 from notarium_search.storage.atomic import write_atomic
-from notarium_search.storage.faults import StorageFault, describe, is_passing
 
 if TYPE_CHECKING:
     import numpy as np
@@ -114,17 +110,6 @@ _MAX_KEY: Final = 2**64 - 1
 log = get_logger(__name__)
 
 
-class VectorStoreCorrupt(RuntimeError):
-    """A stored vector file cannot be used: missing, unreadable, truncated or
-    altered (checksum mismatch), or written for another dimension or format.
-    The message says which; the caller rebuilds the store from the notes."""
-
-
-def checksum_of(data: bytes | mmap.mmap) -> str:
-    """The checksum `save` returns and `load` expects: blake2b (64-byte digest), hex."""
-    return hashlib.blake2b(data).hexdigest()
-
-
 class VectorStore:
     """Embeddings by uint64 key, searchable by cosine similarity."""
 
@@ -151,9 +136,9 @@ class VectorStore:
 
         Raises VectorStoreCorrupt when the file is missing, unreadable, does
         not match the checksum, or holds another dimension or format."""
-        data = _read_verified(path, checksum, mapped=view)
+        data = read_verified(path, checksum, mapped=view)
         store = cls(dim)
-        store._index = _restore(path, data, dim, view)
+        store._index = restore(path, data, _new_index(dim), view)
         store._mapping = data if isinstance(data, mmap.mmap) else None
         return store
 
@@ -182,7 +167,7 @@ class VectorStore:
         """Map the file just saved in place of the graph in memory (write lock
         held); a file gone already (its folder deleted) leaves the graph owned."""
         try:
-            mapping = _map(path)
+            mapping = map_file(path)
         except (OSError, ValueError) as exc:
             log.warning("vector_file_not_mapped", path=str(path), error=str(exc))
             return
@@ -339,69 +324,6 @@ def _new_index(dim: int) -> Index:
         expansion_add=EXPANSION_ADD,
         expansion_search=EXPANSION_SEARCH,
     )
-
-
-def _map(path: Path) -> mmap.mmap:
-    """The file mapped read-only. Mapped here rather than by usearch's
-    `view(path)`, which, given a file that is gone (a follower reading a
-    generation the writer has just replaced), closes file descriptor 0 of the
-    process (usearch 2.26.6): whatever was opened next there then failed or
-    was written to the wrong file. Raises OSError, or ValueError for an empty file."""
-    with path.open("rb") as file:
-        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def _read_verified(path: Path, checksum: str, mapped: bool = False) -> bytes | mmap.mmap:
-    """The file's bytes, read or (`mapped`) mapped, once they have `checksum`:
-    a mapped file is hashed through its mapping, so the pages checked are the
-    pages usearch reads, with no second lookup of the path."""
-    try:
-        data = _map(path) if mapped else path.read_bytes()
-    except FileNotFoundError as exc:
-        raise VectorStoreCorrupt(f"vector file missing: {path}") from exc
-    except ValueError as exc:  # mmap refuses an empty file
-        raise VectorStoreCorrupt(f"vector file empty: {path}") from exc
-    except OSError as exc:
-        if is_passing(exc):  # too many open files, an I/O error: says nothing of the bytes
-            raise StorageFault(f"cannot read the vector file {path}: {describe(exc)}") from exc
-        raise VectorStoreCorrupt(f"vector file unreadable: {path}: {exc}") from exc  # a folder in its place
-    actual = checksum_of(data)
-    if actual != checksum:
-        raise VectorStoreCorrupt(
-            f"vector file checksum mismatch (truncated or altered): {path} has {len(data)} bytes "
-            f"with checksum {actual[:16]}…, expected {checksum[:16]}…"
-        )
-    return data
-
-
-def _restore(path: Path, data: bytes | mmap.mmap, dim: int, view: bool = False) -> Index:
-    """An index loaded (copied into memory) from verified bytes, or mapped
-    from the file that held them (`view`: the file is never rewritten in place,
-    a checkpoint writes a new one)."""
-    from usearch.compiled import MetricKind, ScalarKind
-    from usearch.index import Index
-
-    try:
-        meta = Index.metadata(memoryview(data))
-    except Exception as exc:
-        raise VectorStoreCorrupt(f"vector file unreadable by usearch: {path}: {exc}") from exc
-    if not meta:
-        raise VectorStoreCorrupt(f"vector file unreadable by usearch: {path}: no header")
-    if meta["dimensions"] != dim:
-        raise VectorStoreCorrupt(f"vector file has wrong dim: {path} holds {meta['dimensions']}-d vectors, not {dim}-d")
-    if meta["kind_metric"] != MetricKind.Cos or meta["kind_scalar"] != ScalarKind.F16:
-        raise VectorStoreCorrupt(
-            f"vector file has another format: {path} is {meta['kind_metric']}/{meta['kind_scalar']}, not cos/f16"
-        )
-    index = _new_index(dim)
-    try:
-        if view:
-            index.view(memoryview(data))
-        else:
-            index.load(memoryview(data))
-    except Exception as exc:
-        raise VectorStoreCorrupt(f"vector file unreadable by usearch: {path}: {exc}") from exc
-    return index
 
 
 def _key_array(keys: Iterable[int] | npt.NDArray[np.integer[Any]]) -> KeyArray:

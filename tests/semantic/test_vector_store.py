@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from notarium_search.semantic import vector_store
+from notarium_search.semantic import vector_file, vector_store
 from notarium_search.semantic.vector_store import EXACT_SEARCH_MAX, VectorStore, VectorStoreCorrupt
 from tests.conftest import WAIT_SECONDS
 
@@ -197,12 +197,12 @@ def test_a_viewed_store_is_copied_into_memory_before_it_changes_and_never_writes
     assert not viewed.viewed
     assert len(viewed) == 499
     assert viewed.search(vectors[500], 1)[0][0] == 500
-    assert vector_store.checksum_of(path.read_bytes()) == checksum  # the mapped file is untouched
+    assert vector_file.checksum_of(path.read_bytes()) == checksum  # the mapped file is untouched
     assert VectorStore.load(path, DIM, checksum).search(vectors[500], 1)[0][0] != 500
     newer = viewed.save(later, view=True)
     assert viewed.viewed
     path.unlink()
-    assert vector_store.checksum_of(later.read_bytes()) == newer
+    assert vector_file.checksum_of(later.read_bytes()) == newer
     assert len(viewed) == 499
     assert viewed.search(vectors[500], 1)[0][0] == 500
     viewed.compact()
