@@ -125,9 +125,13 @@ def test_health_and_status(running: Container, tier: str) -> None:
 
 def test_french_search_without_accents_finds_the_accented_note(running: Container) -> None:
     found = running.get_json("/spaces/carnet/search?q=interoperabilite")
-    first = found["results"][0]
-    assert first["path"] == "zettel/protocoles-ouverts.md", found
-    assert "lexical" in first["channels"], found  # the words matched, not only their meaning
+    first_two = found["results"][:2]
+    # The two notes that write it with its accents (one as the query has it, the
+    # other in the plural), found by their words, not only their meaning.
+    assert sorted(hit["path"] for hit in first_two) == ["zettel/agent-sans-api.md", "zettel/protocoles-ouverts.md"], (
+        found
+    )
+    assert all("lexical" in hit["channels"] for hit in first_two), found
 
 
 def test_feed_filters_by_tag(running: Container) -> None:
