@@ -47,8 +47,8 @@ class LanguageBoosts:
 # "électoral" → "election"), so a word found as written is better evidence:
 # the lexical channel alone on piaf-fr 0.8144 → 0.8231 with the exact-form
 # boost 0.5 (0.25: 0.8214, 1: 0.8204), 0.8250 with proximity 0.25 too; hybrid
-# 0.8534 → 0.8587 (same vectors). English: cranfield 0.3892 → 0.3869 lexical, 0.4106 → 0.4077
-# hybrid with both on (proximity alone: 0.3884-0.3895, noise), so off.
+# 0.8534 → 0.8587 (same vectors). English: cranfield 0.3892 → 0.3869 lexical,
+# 0.4106 → 0.4077 hybrid with both on (proximity alone: 0.3884-0.3895, noise), so off.
 LANGUAGE_BOOSTS: dict[str, LanguageBoosts] = {
     "fr": LanguageBoosts(exact_form=0.5, proximity=0.25),
     "en": LanguageBoosts(exact_form=0.0, proximity=0.0),
@@ -57,7 +57,7 @@ LANGUAGE_BOOSTS: dict[str, LanguageBoosts] = {
 
 def language_boosts(ranking: RankingConfig, language: str) -> LanguageBoosts:
     """The configured boosts, or the language's measured defaults where unset."""
-    default = LANGUAGE_BOOSTS.get(language, LanguageBoosts(0.0, 0.0))
+    default = LANGUAGE_BOOSTS[language]  # every language a space may have (settings.LANGUAGES)
     return LanguageBoosts(
         default.exact_form if ranking.exact_form_boost is None else ranking.exact_form_boost,
         default.proximity if ranking.proximity_boost is None else ranking.proximity_boost,
@@ -166,11 +166,11 @@ def build_query(
         else:
             for term in unit.terms:
                 should.extend(_word(term, schema, ranking, term is plan.prefix, plain_only, absent_stems))
-    plain_words: list[str | tuple[int, str]] = [
-        t.plain for u in plan.units if not u.excluded and not u.phrase for t in u.terms
-    ]
+    free = [t for u in plan.units if not u.excluded and not u.phrase for t in u.terms]  # unquoted, not excluded
+    plain_words: list[str | tuple[int, str]] = [t.plain for t in free]
     if not plain_only:
-        should.extend(_form_and_proximity(plan, schema, language_boosts(ranking, language)))
+        content = [t.plain for t in free if t.stem is not None]
+        should.extend(_form_and_proximity(content, schema, language_boosts(ranking, language)))
     if len(plain_words) >= 2 and ranking.phrase_boost > 0:
         phrase = Query.phrase_query(schema, "plain", plain_words)
         should.append(Query.boost_query(phrase, ranking.phrase_boost))
@@ -184,10 +184,9 @@ def build_query(
     return Query.boolean_query(clauses)
 
 
-def _form_and_proximity(plan: QueryPlan, schema: tantivy.Schema, boosts: LanguageBoosts) -> list[Query]:
-    """The words as written (plain field, on top of their stems), and each
-    pair of consecutive words found near each other (stop words aside)."""
-    words = [t.plain for u in plan.units if not u.excluded and not u.phrase for t in u.terms if t.stem is not None]
+def _form_and_proximity(words: list[str], schema: tantivy.Schema, boosts: LanguageBoosts) -> list[Query]:
+    """The words (unquoted, stop words aside) as written, on the plain field
+    on top of their stems, and each pair of consecutive words found near each other."""
     clauses: list[Query] = []
     if boosts.exact_form > 0:
         # A repeated word counts twice, as its stem clause does.

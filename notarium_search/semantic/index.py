@@ -30,7 +30,8 @@ from notarium_search.semantic.chunking import CHUNKING_FINGERPRINT, chunk_note
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.manifest import FragmentTable, ManifestUnreadable, Record, decode, encode, saved_records
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
-from notarium_search.semantic.vector_store import VectorStore, VectorStoreCorrupt
+from notarium_search.semantic.vector_file import VectorStoreCorrupt
+from notarium_search.semantic.vector_store import VectorStore
 from notarium_search.storage.atomic import write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 from notarium_search.types import Fragment, ParsedNote

@@ -29,7 +29,7 @@ mutations, so `compact` builds its new graph while searches go on in the old
 one.
 
 numpy and usearch (the optional "semantic" extra) are imported on first use:
-importing this module, e.g. for `VectorStoreCorrupt`, needs neither.
+importing this module needs neither.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeAlias
 
 from notarium_search.logsetup import get_logger
-from notarium_search.semantic.vector_file import VectorStoreCorrupt as VectorStoreCorrupt
 from notarium_search.semantic.vector_file import checksum_of, map_file, read_verified, restore
 from notarium_search.storage.atomic import write_atomic
 

@@ -14,7 +14,8 @@ import numpy.typing as npt
 import pytest
 
 from notarium_search.semantic import vector_file, vector_store
-from notarium_search.semantic.vector_store import EXACT_SEARCH_MAX, VectorStore, VectorStoreCorrupt
+from notarium_search.semantic.vector_file import VectorStoreCorrupt
+from notarium_search.semantic.vector_store import EXACT_SEARCH_MAX, VectorStore
 from tests.conftest import WAIT_SECONDS
 
 DIM = 32
