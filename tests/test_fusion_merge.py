@@ -81,7 +81,7 @@ def test_weights_and_k_come_from_the_configuration():
     semantic = result("semantic", hit("b"), hit("a"))
     assert [h.note.id for h in merge([lexical, semantic], 10, FusionConfig(semantic_weight=2.0))] == ["b", "a"]
     assert [h.note.id for h in merge([lexical, semantic], 10, FusionConfig(lexical_weight=2.0))] == ["a", "b"]
-    (top, _) = merge([lexical, semantic], 10, FusionConfig(k=10))
+    (top, _) = merge([lexical, semantic], 10, FusionConfig(k=10, lexical_weight=1.0))
     assert top.score == pytest.approx(1 / 11 + 1 / 12)
 
 

@@ -185,6 +185,7 @@ def test_example_config_loads(tmp_path: Path):
     settings = load_settings(ROOT / "config" / "notarium.example.toml", env=env)
     assert [s.name for s in settings.spaces] == ["notes"]
     assert settings.ranking == RankingConfig()  # the example shows the defaults
+    assert settings.fusion == FusionConfig()
     assert (settings.host, settings.port) == (Settings().host, Settings().port)
 
 
@@ -205,6 +206,21 @@ def test_configuration_doc_lists_every_field():
                 assert f"`{field.name}`" in doc, field.name
     for key in ("include", "exclude", "language", "path"):
         assert f"`{key}`" in doc, key
+
+
+@pytest.mark.parametrize("kind", [RankingConfig, FusionConfig])
+def test_configuration_doc_states_the_defaults(kind: type):
+    """The `default` column of [ranking] and [fusion] is the declared default:
+    re-tuning one (docs/ranking.md) must not leave the reference stale."""
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    for field in dataclasses.fields(kind):
+        row = re.search(rf"^\| `{field.name}` \| ([^|]+) \|", doc, re.M)
+        assert row, field.name
+        if field.default is None:  # measured per language: the row says so
+            assert row[1].startswith("by language"), (field.name, row[1])
+        else:
+            assert re.fullmatch(r"`([^`]+)`", row[1].strip()), (field.name, row[1])
+            assert float(row[1].strip().strip("`")) == field.default, (field.name, row[1], field.default)
 
 
 def test_fusion_collections_and_activation_fields_load(tmp_path: Path):
