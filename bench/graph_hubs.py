@@ -103,7 +103,9 @@ def measure(
     }
 
 
-def run(collection: Path, work: Path, queries_limit: int | None) -> dict[str, Any]:
+def run(collection: Path, work: Path, queries_limit: int | None, alternatives: bool = True) -> dict[str, Any]:
+    """The lexical channel alone and the graph as shipped; with `alternatives`,
+    also every link equal and the other graph weights."""
     hubs = write_vault(collection, work / "notes")
     queries, qrels = load_judgments(collection)
     if queries_limit:
@@ -121,11 +123,15 @@ def run(collection: Path, work: Path, queries_limit: int | None) -> dict[str, An
     graph = Service(replace(settings, graph_boost=True))
     try:
         graph.spaces[SPACE].build()
+        results["graph_hubs_weighed_down"] = measure(graph, queries, qrels, hubs)
+        if not alternatives:
+            return results
         shipped = links.HUB_DEGREE
         links.HUB_DEGREE = NO_HUB_WEIGHING
-        results["graph_every_link_equal"] = measure(graph, queries, qrels, hubs)
-        links.HUB_DEGREE = shipped
-        results["graph_hubs_weighed_down"] = measure(graph, queries, qrels, hubs)
+        try:
+            results["graph_every_link_equal"] = measure(graph, queries, qrels, hubs)
+        finally:
+            links.HUB_DEGREE = shipped
         fusion = graph.settings.fusion
         for weight in GRAPH_WEIGHTS:
             graph.settings = replace(graph.settings, fusion=replace(fusion, graph_weight=weight))
