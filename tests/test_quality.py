@@ -91,10 +91,18 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # ~1 min unloaded (embedding the collection): ten times that fits with room
-@pytest.mark.parametrize("name", ["piaf-fr", "cranfield"])
-def test_hybrid_is_at_least_the_best_single_channel(embedded: Callable[[str], tuple[Settings, Embedder]], name: str):
+# The hybrid's own floor: measured 0.8779 on this sample of piaf-fr (0.8602 on
+# every question) and 0.4122 on cranfield (docs/ranking.md, "Fusion
+# re-tuned"). Re-embedding the same fragments moves nDCG@10 by ~0.002 (the
+# pack quantises per batch), so the floors sit ~0.007 below: a regression of
+# the ranking fails, the embedding's own noise does not.
+@pytest.mark.parametrize(("name", "minimum"), [("piaf-fr", 0.87), ("cranfield", 0.405)])
+def test_hybrid_is_at_least_the_best_single_channel(
+    embedded: Callable[[str], tuple[Settings, Embedder]], name: str, minimum: float
+):
     """The real e5 pack, the real vector index: fusion must not lose to either
-    channel alone (docs/ranking.md has the figures on every query)."""
+    channel alone (docs/ranking.md has the figures on every query), nor fall
+    below what it measured."""
     settings, embedder = embedded(name)
     service = open_service(settings, embedder, vector_search=True, graph_boost=False)
     try:
@@ -110,6 +118,7 @@ def test_hybrid_is_at_least_the_best_single_channel(embedded: Callable[[str], tu
     ndcg = {mode: run["ndcg@10"] for mode, run in runs.items()}
     assert runs["hybrid"]["degraded_queries"] == 0, runs
     assert ndcg["hybrid"] >= max(ndcg["lexical"], ndcg["semantic"]), ndcg
+    assert ndcg["hybrid"] >= minimum, ndcg
 
 
 @pytest.mark.slow
