@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from notarium_search.index.space import Space
-    from notarium_search.semantic.embedding import Embedder, ModelConfig, Vectors
+    from notarium_search.semantic.embedding import Embedder, Vectors
+    from notarium_search.semantic.model_config import ModelConfig
     from notarium_search.types import BuildStep
 
 PROGRESS_SECONDS = 30.0  # a progress line this often: a large collection embeds for minutes

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from bench.eval_collection import load_embedder_from
 from bench.perf_lexical import default_eval_dir, elapsed_ms, proc_status_mb, summarize
 from notarium_search.malloc_trim import MemoryTrimmer
-from notarium_search.semantic.embedding import EmbedderUnavailable
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.semantic.vector_store import EXPANSION_SEARCH
 from notarium_search.settings import Settings

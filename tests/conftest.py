@@ -167,7 +167,7 @@ class HashEmbedder:
     a bag of hashed words, so texts sharing words are close. Counts its work."""
 
     def __init__(self, dim: int = 64, salt: str = "", delay: float = 0.0) -> None:
-        from notarium_search.semantic.embedding import ModelConfig
+        from notarium_search.semantic.model_config import ModelConfig
 
         self._config = ModelConfig("hash", dim, 512, "mean", True, "", "")
         self._salt = salt

@@ -478,7 +478,7 @@ class OddEmbedder:
     warm-up (no real pack produces them): NaN, not unit length, the wrong shape."""
 
     def __init__(self, vector: list[float], dim: int = 2) -> None:
-        from notarium_search.semantic.embedding import ModelConfig
+        from notarium_search.semantic.model_config import ModelConfig
 
         self.config = ModelConfig("odd", dim, 16, "mean", True, "", "")
         self.vector = vector
@@ -505,7 +505,7 @@ class OddEmbedder:
 )
 def test_models_check_refuses_vectors_the_service_could_not_use(vector: list[float], reason: str):
     from notarium_search.cli import models
-    from notarium_search.semantic.embedding import EmbedderUnavailable
+    from notarium_search.semantic.embedder_errors import EmbedderUnavailable
 
     with pytest.raises(EmbedderUnavailable) as refused:
         models._embed_test_pair(OddEmbedder(vector))

@@ -183,7 +183,8 @@ def _model_fingerprint(settings: Settings) -> str | None:
     if settings.model_dir is None:
         return "!no model configured (NOTARIUM_MODEL_DIR)"
     try:
-        from notarium_search.semantic.embedding import EmbedderUnavailable, pack_fingerprint
+        from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+        from notarium_search.semantic.embedding import pack_fingerprint
     except ImportError as exc:  # a lexical-only install
         return f"!semantic extra not installed ({exc.name})"
     try:

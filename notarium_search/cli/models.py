@@ -40,7 +40,7 @@ def _models_check(settings: Settings, args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from notarium_search.semantic.embedding import EmbedderUnavailable
+    from notarium_search.semantic.embedder_errors import EmbedderUnavailable
     from notarium_search.semantic.loading import load_configured_embedder
 
     pack = Path(args.pack) if args.pack else settings.model_dir
@@ -73,7 +73,7 @@ def _embed_test_pair(embedder: Any) -> str:
     vectors have the pack's dim, are finite and (when it normalises) unit."""
     import numpy as np
 
-    from notarium_search.semantic.embedding import EmbedderUnavailable
+    from notarium_search.semantic.embedder_errors import EmbedderUnavailable
 
     config = embedder.config
     try:

@@ -20,7 +20,8 @@ from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic import search as semantic_search
-from notarium_search.semantic.embedding import Embedder, EmbedderUnavailable
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.storage.backoff import Backoff
 from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Echo, Snippet

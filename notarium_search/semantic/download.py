@@ -26,12 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from notarium_search.semantic.embedding import (
-    CONFIG_FILE,
-    MODEL_FILE,
-    TOKENIZER_FILE,
-)
+from notarium_search.semantic.embedding import MODEL_FILE, TOKENIZER_FILE
 from notarium_search.semantic.hubconfig import HUB_CONFIG_FILES, UnknownField, hub_model_json
+from notarium_search.semantic.model_config import CONFIG_FILE
 from notarium_search.semantic.presets import Preset
 
 

@@ -1,11 +1,13 @@
 """Sentence embeddings from a local ONNX model pack (the semantic channel's encoder).
 
 A pack is a directory holding `model.onnx`, `tokenizer.json` and usually
-`model.json` (how to use it: dim, pooling, prefixes...); see docs/models.md.
-`load_embedder` reads one from the local disk only: nothing here touches the
-network (`semantic/download.py` does, and only an explicit command calls it).
+`model.json` (how to use it: dim, pooling, prefixes..., read by
+semantic/model_config.py); see docs/models.md. `load_embedder` reads one from
+the local disk only: nothing here touches the network (`semantic/download.py`
+does, and only an explicit command calls it).
 
-Leaf-ish module: imports only the standard library and numpy at import time.
+Leaf-ish module: imports only the standard library, numpy and
+semantic/model_config.py (with semantic/embedder_errors.py) at import time.
 onnxruntime, tokenizers and sentencepiece (the optional `semantic` extra) are imported by
 `load_embedder`, so importing this module never fails on a lexical-only
 install; a missing package becomes an `EmbedderUnavailable` that says what to
@@ -18,7 +20,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,19 +37,13 @@ if TYPE_CHECKING:
     Vectors = npt.NDArray[np.float32]
     Ids = npt.NDArray[np.int64]
 
-from notarium_search.semantic.calibration import known_margin
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+from notarium_search.semantic.model_config import ModelConfig, read_model_config
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-CONFIG_FILE = "model.json"
-POOLINGS = ("mean", "cls")
 INSTALL_HINT = "pip install 'notarium-search[semantic]'"
 
-# Position-embedding limit of the BERT / XLM-R family every supported model
-# belongs to; used when neither model.json nor the overrides say, and the
-# most a download writes: bge-m3 accepts 8,192, but attention cost grows with
-# the square of the length and notes are embedded passage by passage.
-DEFAULT_MAX_TOKENS = 512
 # The most texts run together. Throughput per text hardly depends on the batch
 # (e5-small, 2 cores: 9 → 7 ms per 64-token text from batch 1 to 16, 33 ms per
 # 256-token text at batch 1, 2 or 4); memory does (docs/models.md).
@@ -71,6 +67,9 @@ FINGERPRINT_BYTES = 16
 # Bumped when pooling or pre-processing code changes what a model produces,
 # so that indexes built by an older version are rebuilt.
 FINGERPRINT_VERSION = b"notarium-embedding-1"
+# The configuration fields that do not change a vector: left out of the
+# fingerprint so that renaming a pack does not force re-embedding every note.
+_LABEL_FIELDS = ("name", "relevance_margin")
 HASH_CHUNK_BYTES = 1 << 20
 # Two texts of different lengths: the load-time check runs a padded batch, so
 # an export with a fixed batch size or sequence length fails at load, not
@@ -83,47 +82,6 @@ WARMUP_WORD = "word "
 
 _REQUIRED_INPUTS = ("input_ids", "attention_mask")
 _OPTIONAL_INPUTS = ("token_type_ids",)
-
-
-class EmbedderUnavailable(RuntimeError):
-    """The model cannot be used; `str(exc)` is a precise, user-facing reason."""
-
-
-class EmbedderUnreachable(EmbedderUnavailable):
-    """The model is served by another process that cannot answer right now
-    (down, overloaded, timing out): worth trying again later, unlike a
-    configuration error (semantic/remote.py)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelConfig:
-    """How to use one model pack: model.json merged with configured overrides."""
-
-    name: str
-    """A label for messages and status (the directory name unless given)."""
-    dim: int
-    """Length of one embedding; checked against the model's real output."""
-    max_tokens: int
-    """Longer texts are truncated to this many tokens (special tokens included)."""
-    pooling: str
-    """"mean" (attention-masked mean of last_hidden_state) or "cls" (first token)."""
-    normalize: bool
-    """L2-normalise each vector, so that a dot product is a cosine."""
-    query_prefix: str
-    """Prepended to queries (E5 models need "query: ")."""
-    passage_prefix: str
-    """Prepended to passages (E5 models need "passage: ")."""
-    relevance_margin: float | None = None
-    """How much more similar than unrelated text (the reference passages) a
-    fragment must be to a query to count on its own (semantic/calibration.py);
-    None: every nearest fragment counts."""
-
-
-_CONFIG_FIELDS = tuple(f.name for f in fields(ModelConfig))
-REQUIRED_CONFIG_FIELDS = ("dim", "pooling")
-# The configuration fields that do not change a vector: left out of the
-# fingerprint so that renaming a pack does not force re-embedding every note.
-_LABEL_FIELDS = ("name", "relevance_margin")
 
 
 class Embedder(Protocol):
@@ -145,106 +103,6 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Vectors:
         """Shape (dim,), float32."""
         ...
-
-
-# ---------------------------------------------------------------- config
-
-
-def read_model_config(model_dir: Path, overrides: Mapping[str, object]) -> ModelConfig:
-    """model.json of `model_dir`, with `overrides` (configuration) winning.
-
-    Overrides alone suffice when there is no model.json; an override whose value
-    is None counts as unset. Extra model.json keys (languages, licence, source)
-    are ignored; unknown override keys are an error (most likely a typo).
-    """
-    if not model_dir.is_dir():
-        raise EmbedderUnavailable(f"model directory {model_dir} does not exist")
-    unknown = sorted(set(overrides) - set(_CONFIG_FIELDS))
-    if unknown:
-        raise EmbedderUnavailable(f"unknown model setting(s) {', '.join(unknown)}; known: {', '.join(_CONFIG_FIELDS)}")
-    stored = _read_config_file(model_dir / CONFIG_FILE)
-    merged = {key: value for key, value in stored.items() if key in _CONFIG_FIELDS}
-    merged.update({key: value for key, value in overrides.items() if value is not None})
-    for key in REQUIRED_CONFIG_FIELDS:
-        if key not in merged:
-            raise EmbedderUnavailable(
-                f"model {model_dir}: '{key}' is unknown ({CONFIG_FILE} is missing or lacks it);"
-                " set it in the configuration"
-            )
-    return config_from(merged, model_dir.name)
-
-
-def _read_config_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EmbedderUnavailable(f"cannot read {path}: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise EmbedderUnavailable(f"{path} must hold a JSON object")
-    return raw
-
-
-def config_from(values: Mapping[str, object], default_name: str) -> ModelConfig:
-    """A ModelConfig from merged settings (`pooling` and `dim` required), checked."""
-    pooling = str(values["pooling"]).lower()
-    if pooling not in POOLINGS:
-        raise EmbedderUnavailable(f"model pooling must be one of {', '.join(POOLINGS)}, got {values['pooling']!r}")
-    name = str(values.get("name", default_name))
-    return ModelConfig(
-        name=name,
-        dim=_positive_int(values, "dim", None),
-        max_tokens=_positive_int(values, "max_tokens", DEFAULT_MAX_TOKENS),
-        pooling=pooling,
-        normalize=_boolean(values, "normalize", default=True),
-        query_prefix=_text(values, "query_prefix"),
-        passage_prefix=_text(values, "passage_prefix"),
-        relevance_margin=_margin(values, name),
-    )
-
-
-def _margin(values: Mapping[str, object], name: str) -> float | None:
-    """The pack's (or the configuration's) margin, else the one measured for the model, else None."""
-    value = values.get("relevance_margin")
-    if value is None:
-        return known_margin(name)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 2.0:
-        raise EmbedderUnavailable(f"model relevance_margin must be a number between 0 and 2, got {value!r}")
-    return float(value)
-
-
-def _positive_int(values: Mapping[str, object], key: str, default: int | None) -> int:
-    value = values.get(key, default)
-    # bool is an int subclass: `dim = true` is a mistake, not 1.
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise EmbedderUnavailable(f"model {key} must be a positive integer, got {value!r}")
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number <= 0:
-        raise EmbedderUnavailable(f"model {key} must be a positive integer, got {value!r}")
-    return number
-
-
-def _boolean(values: Mapping[str, object], key: str, default: bool) -> bool:
-    value = values.get(key, default)
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in {"1", "true", "yes", "on"}:
-        return True
-    if text in {"0", "false", "no", "off"}:
-        return False
-    raise EmbedderUnavailable(f"model {key} must be a boolean, got {value!r}")
-
-
-def _text(values: Mapping[str, object], key: str) -> str:
-    value = values.get(key, "")
-    if not isinstance(value, str):
-        raise EmbedderUnavailable(f"model {key} must be a string, got {value!r}")
-    return value
 
 
 # ---------------------------------------------------------------- loading

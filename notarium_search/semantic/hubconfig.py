@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from notarium_search.semantic.embedding import DEFAULT_MAX_TOKENS, REQUIRED_CONFIG_FIELDS
+from notarium_search.semantic.model_config import DEFAULT_MAX_TOKENS, REQUIRED_CONFIG_FIELDS
 
 # What sentence-transformers repositories document about using the model:
 # width and position table, pooling, maximum length, role prompts.

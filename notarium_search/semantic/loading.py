@@ -15,7 +15,8 @@ def load_configured_embedder(settings: Settings) -> Embedder:
     """The local pack of NOTARIUM_MODEL_DIR, or the server of NOTARIUM_EMBED_URL
     (with both, passages from the server and queries from the pack, once their
     vectors are checked to agree: semantic/remote.py)."""
-    from notarium_search.semantic.embedding import EmbedderUnavailable, load_embedder
+    from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+    from notarium_search.semantic.embedding import load_embedder
 
     if settings.embed_url is not None:
         return _load_remote(settings)
@@ -33,7 +34,9 @@ def load_configured_embedder(settings: Settings) -> Embedder:
 
 
 def _load_remote(settings: Settings) -> Embedder:
-    from notarium_search.semantic.embedding import EmbedderUnavailable, load_embedder, read_model_config
+    from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+    from notarium_search.semantic.embedding import load_embedder
+    from notarium_search.semantic.model_config import read_model_config
     from notarium_search.semantic.remote import (
         REMOTE_POOLING,
         SplitEmbedder,

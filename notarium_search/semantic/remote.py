@@ -13,7 +13,8 @@ the caller pauses and tries again later. `EmbedderUnavailable` (401, 404, a
 malformed answer, vectors of the wrong width): a configuration to fix.
 
 Leaf-ish module: the standard library, numpy, httpx (a dependency of litestar,
-so installed with the service), and semantic/embedding.py.
+so installed with the service), semantic/embedding.py, semantic/model_config.py
+and semantic/embedder_errors.py.
 """
 
 from __future__ import annotations
@@ -31,17 +32,15 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import (
     FINGERPRINT_BYTES,
     FINGERPRINT_VERSION,
     MAX_CHARS_PER_TOKEN,
     WARMUP_TEXTS,
-    EmbedderUnavailable,
-    EmbedderUnreachable,
-    ModelConfig,
-    config_from,
     l2_normalise,
 )
+from notarium_search.semantic.model_config import ModelConfig, config_from
 
 if TYPE_CHECKING:
     from notarium_search.semantic.embedding import Vectors

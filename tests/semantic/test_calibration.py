@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from notarium_search.semantic.calibration import E5_SMALL_MARGIN, known_margin, model_family
-from notarium_search.semantic.embedding import EmbedderUnavailable, load_embedder, read_model_config
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+from notarium_search.semantic.embedding import load_embedder
+from notarium_search.semantic.model_config import read_model_config
 from tests.conftest import models_dir
 
 MINILM = "all-minilm-l6-v2-int8"

@@ -22,8 +22,9 @@ import pytest
 from notarium_search import cli
 from notarium_search.semantic.calibration import MINILM_L6_MARGIN
 from notarium_search.semantic.download import ModelDownloadError, _external_data_names, download_model
-from notarium_search.semantic.embedding import ModelConfig, load_embedder
+from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.hubconfig import UnknownField, hub_model_json
+from notarium_search.semantic.model_config import ModelConfig
 from notarium_search.semantic.presets import PRESETS, Preset
 from tests.conftest import models_dir
 from tests.fake_hub import FakeHub

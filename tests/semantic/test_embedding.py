@@ -20,13 +20,9 @@ import numpy as np
 import pytest
 
 from notarium_search.semantic.calibration import E5_SMALL_MARGIN, MINILM_L6_MARGIN
-from notarium_search.semantic.embedding import (
-    EmbedderUnavailable,
-    ModelConfig,
-    OnnxEmbedder,
-    load_embedder,
-    read_model_config,
-)
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder
+from notarium_search.semantic.model_config import ModelConfig, read_model_config
 from tests.conftest import models_dir
 
 MINILM = "all-minilm-l6-v2-int8"
@@ -298,8 +294,8 @@ def test_missing_onnxruntime_is_a_clear_unavailable(monkeypatch: pytest.MonkeyPa
 def test_module_imports_without_the_optional_packages() -> None:
     code = (
         "import sys; sys.modules['onnxruntime'] = None; sys.modules['tokenizers'] = None\n"
-        "import notarium_search.semantic.embedding as e; print(e.EmbedderUnavailable.__name__)"
+        "import notarium_search.semantic.embedding as e; print(e.load_embedder.__name__)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "EmbedderUnavailable"
+    assert done.stdout.strip() == "load_embedder"

@@ -14,7 +14,8 @@ import pytest
 
 from notarium_search.semantic import channel as channel_module
 from notarium_search.semantic import remote
-from notarium_search.semantic.embedding import EmbedderUnavailable, EmbedderUnreachable, load_embedder
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
+from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.loading import load_configured_embedder
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
 from notarium_search.semantic.remote import RemoteEmbedder, load_remote_embedder, remote_config
