@@ -8,26 +8,25 @@ writer.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
-import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from notarium_search.graph.channel import GraphChannel
 from notarium_search.index import editor_link, sharing
-from notarium_search.index.folder import cursor_codec, holds_lock, index_mismatch, lock_space, save_cursor_key
+from notarium_search.index.folder import cursor_codec, index_mismatch
 from notarium_search.index.follower import Follower, not_yet_published
 from notarium_search.index.indexer import SpaceIndexer, index_fingerprint
 from notarium_search.index.manifest import Manifest
+from notarium_search.index.passes import Passes
 from notarium_search.index.status import BUILDING_MESSAGE, DerivedChannel, lexical_status
 from notarium_search.index.watch import SpaceWatcher
 from notarium_search.index.writer import Job, Writer
+from notarium_search.index.writer_lock import WriterLock
 from notarium_search.lexical import search as lexical_search
 from notarium_search.lexical.channel import LexicalChannel
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.logsetup import get_logger
-from notarium_search.notes.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault
 from notarium_search.types import (
@@ -76,21 +75,13 @@ class Space:
         read_only = read_only or follow
         self.read_only = read_only
         self.directory = settings.index_dir / config.name
-        self._lock: TextIO | None = None
+        self._lock = WriterLock(self.name, self.directory)
         manifest = Manifest.load(self.directory / "manifest.json", index_fingerprint(config, settings))
         if read_only:  # a follower's writer made the index before it opened (service.open_shared)
             if not follow and (not manifest.entries or not (self.directory / "lexical" / "meta.json").exists()):
                 raise NotIndexed(f"space {self.name} is not indexed yet: run `notarium-search index {self.name}`")
         else:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            # Taken before anything destructive: a second writer (another
-            # service, or `notarium-search index`) must never wipe a live index.
-            self._lock = lock_space(self.directory)
-            if rebuild:
-                manifest.forget()
-            if not manifest.entries:
-                # No trustworthy record of what the index holds: rebuild it from the files.
-                shutil.rmtree(self.directory / "lexical", ignore_errors=True)
+            self._lock.take(manifest, forget=rebuild)
         self.lexical = LexicalIndex(self.directory / "lexical", config.language, read_only=read_only)
         if self.lexical.created:
             manifest.forget()
@@ -135,9 +126,7 @@ class Space:
                 settings.reconcile_interval,
             )
         self.stop_event = self.writer.stop_event
-        self._ready = threading.Event()
-        self._failure: str | None = None
-        self._folder_away = False  # the last pass found the notes folder missing or empty
+        self.passes = Passes(self.indexer, self.stop_event, self._derived, self.changes)
         if self.mismatch is not None and not read_only:
             self.request_repair(self.mismatch)  # the first job: answers come from the old index meanwhile
 
@@ -197,7 +186,7 @@ class Space:
             semantic = self.semantic
 
             def attach() -> None:
-                from notarium_search.semantic.embedding import EmbedderUnavailable
+                from notarium_search.semantic.embedder_errors import EmbedderUnavailable
 
                 try:
                     semantic.attach(embedder, in_slices=True)
@@ -225,12 +214,10 @@ class Space:
             self.watcher.stop()
         self.writer.join(timeout)
         self.lexical.close()
-        if self._lock is not None:
-            self._lock.close()  # releases the flock
-            self._lock = None
+        self._lock.release()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
-        return self._ready.wait(timeout)
+        return self.passes.wait_ready(timeout)
 
     def _idle_work(self) -> Job | None:
         """A slice of a derived channel's work (embedding), for when no job waits."""
@@ -241,8 +228,7 @@ class Space:
         """A failed pass (a full disk, a file locked by another program) is
         tried again by itself, at growing intervals, without waiting for the
         next change of the files."""
-        delay = self.writer.later(self.request_reindex)
-        self._failure = f"{self._failure}; retrying in {delay:g} s" if self._failure else None
+        self.passes.retrying(self.writer.later(self.request_reindex))
 
     def request_repair(self, reason: str) -> None:
         """The lexical index failed a read: rebuild it from the notes (once,
@@ -257,29 +243,13 @@ class Space:
 
     def _repair_job(self) -> None:
         try:
-            self._ensure_folder()
+            self._lock.take_again(self.cursors.key)
         except IndexLocked as exc:  # another process made the folder again and holds it now
-            log.error("space_index_locked", space=self.name, error=str(exc))
-            self._failure = str(exc)
-            self.indexer.progress.state = IndexState.FAILED
+            self.passes.locked(exc)
             return
         self._rebuild(self._recreate_lexical)
         if self.semantic is not None and self.semantic.index is not None and not self.semantic.index.directory.exists():
             self.semantic.index.save_again()  # the vectors held in memory are still good: no re-embedding
-
-    def _ensure_folder(self) -> None:
-        """The index folder deleted under the running service: make it again
-        and lock it again (the held lock is on a file that no longer exists,
-        so another process could have locked a new one)."""
-        if self._lock is not None and holds_lock(self._lock, self.directory):
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        lock = lock_space(self.directory)
-        if self._lock is not None:
-            self._lock.close()
-        self._lock = lock
-        save_cursor_key(self.directory, self.cursors.key)  # cursors already issued stay valid
-        log.warning("space_index_folder_recreated", space=self.name, directory=str(self.directory))
 
     def _recreate_lexical(self) -> None:
         self.lexical.recreate()
@@ -290,33 +260,10 @@ class Space:
         self._rebuild(self.lexical.delete_all)
 
     def _rebuild(self, empty_index: Callable[[], None]) -> None:
-        """Every note read again into an emptied index (a full reindex, or a
-        repair), then the vectors and links brought in line with all of them
-        (unchanged fragments keep their vectors; vanished notes go)."""
-        try:
-            check_root(self.config.path)
-        except SpaceUnavailable as exc:
-            # Emptied now, the index would answer nothing until the folder is
-            # back: it is kept, and a pass follows once the folder returns.
-            self._folder_unavailable(exc)
+        """A full reindex or a repair (Passes.rebuild), tried again later while the notes folder is away."""
+        if not self.passes.rebuild(empty_index):
             self._repair_queued.clear()  # a read that meets the damage again asks again
             self._retry_later()
-            return
-        # Building from now on: answers say `partial` (from the last good
-        # commit, still served) before anything is emptied.
-        self.indexer.progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
-        # The emptied manifest is saved before anything is deleted: killed at any
-        # point after this, the next start finds no trustworthy record and
-        # rebuilds from the files (a saved full manifest beside a committed
-        # delete-all would make it trust an empty index).
-        self.indexer.manifest.forget()
-        self.indexer.manifest.save()
-        empty_index()
-        self._pass()
-        for channel in self._derived():
-            channel.rebuild()
-        if self.changes is not None:
-            self.changes.record(everything=True)
 
     def _reconcile_job(self) -> None:
         paths = self.writer.take_pending()
@@ -341,48 +288,7 @@ class Space:
     ) -> IndexProgress:
         """One reconcile pass on the calling thread (the writer thread, or the
         CLI and tests), then the channels built from it follow what changed."""
-        progress = self._pass(on_progress, paths)
-        for channel in self._derived():
-            channel.after_lexical(progress.changed_ids, progress.deleted_ids)
-        if self.changes is not None:
-            self.changes.record(progress.changed_ids, progress.deleted_ids)
-        return progress
-
-    def _pass(
-        self, on_progress: Callable[[IndexProgress], None] | None = None, paths: set[str] | None = None
-    ) -> IndexProgress:
-        """The lexical index brought in line with the files (all, or `paths`)."""
-        try:
-            progress = self.indexer.reconcile(self.stop_event, on_progress, paths)
-        except SpaceUnavailable as exc:
-            self._folder_unavailable(exc)
-            raise
-        except IndexLocked as exc:
-            log.error("space_index_locked", space=self.name, error=str(exc))
-            self._failure = str(exc)
-            self.indexer.progress.state = IndexState.FAILED
-            self._ready.set()
-            raise
-        except IndexFolderMissing as exc:
-            log.error("space_index_folder_missing", space=self.name, error=str(exc), action="rebuilding")
-            raise
-        except StorageFault as exc:  # one line a pass: the condition, not a traceback per note
-            log.error("space_index_failed", space=self.name, error=str(exc))
-            self._failure = str(exc)
-            self.indexer.progress.state = IndexState.FAILED
-            self._ready.set()
-            raise
-        except Exception as exc:
-            log.exception("space_index_failed", space=self.name)
-            self._failure = f"{type(exc).__name__}: {exc}"
-            self.indexer.progress.state = IndexState.FAILED
-            self._ready.set()  # searches answer from the last commit, flagged as partial
-            raise
-        self._failure = None
-        self._folder_away = False
-        if progress.state == IndexState.READY:
-            self._ready.set()
-        return progress
+        return self.passes.reconcile(on_progress, paths)
 
     def build(
         self, on_progress: Callable[[BuildStep], None] | None = None, embedder: Embedder | None = None
@@ -409,16 +315,6 @@ class Space:
         if semantic.has_work:
             index.checkpoint()
         return progress
-
-    def _folder_unavailable(self, exc: SpaceUnavailable) -> None:
-        """Nothing was touched: searches answer from the index as it was
-        (flagged partial), and the next pass, once the folder is back, finds
-        only what changed meanwhile."""
-        log.error("space_folder_unavailable", space=self.name, path=str(self.config.path), error=str(exc))
-        self._failure = str(exc)
-        self._folder_away = True
-        self.indexer.progress.state = IndexState.FAILED
-        self._ready.set()
 
     # -- readers ----------------------------------------------------------
 
@@ -459,7 +355,7 @@ class Space:
             pass
         except OSError:
             return True  # an unreadable folder: its notes are kept in the index (notes/scan.py), so in answers too
-        if self._folder_away or not os.path.isdir(self.config.path):
+        if self.passes.folder_away or not os.path.isdir(self.config.path):
             # The whole folder is away (an unmounted share), not this note: the
             # index is kept for that case, so answers keep coming from it
             # (partial, status says why) and the retries follow the folder.
@@ -480,7 +376,7 @@ class Space:
             # files, but nothing could be committed; rebuilt now rather than at the next edit.
             self.request_repair(f"the index folder {self.directory} was deleted")
         progress = self.indexer.progress
-        lexical = lexical_status(progress, self._failure, self.repaired)
+        lexical = lexical_status(progress, self.passes.failure, self.repaired)
         return SpaceStatus(
             space=self.name,
             path=str(self.config.path),
