@@ -33,7 +33,7 @@ from notarium_search.settings import FusionConfig
 
 NDCG_DEPTH = 10
 GRID_K = (10, 30, 60, 100)
-GRID_LEXICAL_WEIGHT = (1.0, 1.25)
+GRID_LEXICAL_WEIGHT = (0.9, 1.0, 1.25)
 GRID_DEPTH = (50, 100)
 GRID_PHRASE = (0.0, 1.0)
 GRID_FLOOR = (1.0, 0.5, 0.2, 0.1)  # 1.0: plain rank-only RRF

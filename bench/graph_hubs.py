@@ -48,7 +48,7 @@ MAPS = 4
 MAP_SIZE = 200
 SEED = 14
 LIMIT = 10
-GRAPH_WEIGHTS = (1.0, 0.5, 0.25)  # the alternatives to the shipped weight (0.1)
+GRAPH_WEIGHTS = (1.0, 0.5, 0.25, 0.15, 0.05)  # the alternatives to the shipped weight (0.1)
 NO_HUB_WEIGHING = 10**9  # HUB_DEGREE out of reach: every link weighs the same
 
 

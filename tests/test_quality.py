@@ -66,7 +66,8 @@ def test_lexical_ndcg(tmp_path: Path, name: str, language: str, minimum: float):
 # sample of 1,000 keeps the margin (hybrid − lexical ≈ +0.03 nDCG@10 on all
 # of them, docs/ranking.md) far above the sampling noise. cranfield runs whole.
 HYBRID_QUERY_SAMPLE = 1000
-# Issue 14's acceptance (docs/relevance.md: 98.3 % and 96.7 % measured, 0.27 notes).
+# Issue 14's acceptance (docs/relevance.md: 98.3 % on both collections and 0.33
+# notes measured on 2026-12-02; 96.7 % and 0.27 on another embedding of cranfield).
 MIN_NONSENSE_EMPTY_PCT = 95.0
 MAX_OUT_OF_DOMAIN_SEMANTIC_ONLY = 0.5
 LANGUAGE = {"piaf-fr": "fr", "cranfield": "en"}
@@ -145,10 +146,16 @@ def test_queries_nothing_answers_get_nothing(embedded: Callable[[str], tuple[Set
 # is in 1.0 % of the answers with hubs weighed down, 5.6 % with every link
 # equal (99.9 % at graph weight 1).
 MAX_HOME_NOTE_PCT = 2.5
+# The graph measured 0.8246 against 0.8243 for the lexical channel alone; 0.001
+# is about one question's worth of nDCG@10 over 3,835, so that a tie ordered
+# differently by some later change does not fail this, while the regression it
+# is here for (0.8189 at weight 0.25) does; every link equal (0.8240) fails
+# on the home note.
+LINKED_VAULT_TOLERANCE = 0.001
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # ~40 s unloaded (two indexes, 3,835 questions twice): ten times that fits with room
+@pytest.mark.timeout(1200)  # ~20 s unloaded (two indexes, 3,835 questions twice): ten times that fits with room
 def test_graph_channel_does_not_lose_to_the_lexical_channel_on_a_linked_vault(tmp_path: Path):
     """piaf-fr turned into a linked vault with a home note and maps of content,
     GRAPH_BOOST on: the graph's neighbours must not push answers out (at weight
@@ -157,5 +164,5 @@ def test_graph_channel_does_not_lose_to_the_lexical_channel_on_a_linked_vault(tm
     No model: the lexical channel and the graph are deterministic."""
     result = run_linked_vault(collection("piaf-fr"), tmp_path, None, alternatives=False)
     graph, lexical = result["graph_hubs_weighed_down"], result["lexical"]
-    assert graph["ndcg@10"] >= lexical["ndcg@10"], result
+    assert graph["ndcg@10"] >= lexical["ndcg@10"] - LINKED_VAULT_TOLERANCE, result
     assert graph["home_in_top10_pct"] <= MAX_HOME_NOTE_PCT, result

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from notarium_search.lexical.query import LANGUAGE_BOOSTS
 from notarium_search.settings import (
     SPACE_NAME_RE,
     CollectionConfig,
@@ -208,19 +210,48 @@ def test_configuration_doc_lists_every_field():
         assert f"`{key}`" in doc, key
 
 
+SECTIONS = {RankingConfig: ("## Ranking (`[ranking]`)", "ranking"), FusionConfig: ("## Fusion (`[fusion]`)", "fusion")}
+
+
+def doc_section(heading: str) -> str:
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    start = doc.index(heading)
+    end = doc.find("\n## ", start + len(heading))
+    return doc[start : end if end != -1 else len(doc)]
+
+
 @pytest.mark.parametrize("kind", [RankingConfig, FusionConfig])
 def test_configuration_doc_states_the_defaults(kind: type):
-    """The `default` column of [ranking] and [fusion] is the declared default:
-    re-tuning one (docs/ranking.md) must not leave the reference stale."""
-    doc = (ROOT / "docs" / "configuration.md").read_text()
+    """The `default` column of [ranking] and [fusion], in their own sections, is
+    the declared default (per language: LANGUAGE_BOOSTS'): re-tuning one
+    (docs/ranking.md) must not leave the reference stale."""
+    section = doc_section(SECTIONS[kind][0])
     for field in dataclasses.fields(kind):
-        row = re.search(rf"^\| `{field.name}` \| ([^|]+) \|", doc, re.M)
+        row = re.search(rf"^\| `{field.name}` \| ([^|]+) \|", section, re.M)
         assert row, field.name
-        if field.default is None:  # measured per language: the row says so
-            assert row[1].startswith("by language"), (field.name, row[1])
+        cell = row[1].strip()
+        if field.default is None:  # measured per language: the row gives each language's value
+            stated = re.fullmatch(r"by language: `([\d.]+)` in French, `([\d.]+)` in English", cell)
+            assert stated, (field.name, cell)
+            attribute = field.name.removesuffix("_boost")
+            measured = (getattr(LANGUAGE_BOOSTS["fr"], attribute), getattr(LANGUAGE_BOOSTS["en"], attribute))
+            assert (float(stated[1]), float(stated[2])) == measured, (field.name, cell)
         else:
-            assert re.fullmatch(r"`([^`]+)`", row[1].strip()), (field.name, row[1])
-            assert float(row[1].strip().strip("`")) == field.default, (field.name, row[1], field.default)
+            assert re.fullmatch(r"`[^`]+`", cell), (field.name, cell)
+            assert float(cell.strip("`")) == field.default, (field.name, cell, field.default)
+
+
+@pytest.mark.parametrize("kind", [RankingConfig, FusionConfig])
+def test_example_config_lists_every_ranking_and_fusion_key(kind: type):
+    """Every key is in the example, set to its default (test_example_config_loads)
+    or, for the per-language ones, shown commented out."""
+    example = (ROOT / "config" / "notarium.example.toml").read_text()
+    table = tomllib.loads(example)[SECTIONS[kind][1]]
+    for field in dataclasses.fields(kind):
+        if field.default is None:
+            assert re.search(rf"^# {field.name} = ", example, re.M), field.name
+        else:
+            assert field.name in table, field.name
 
 
 def test_fusion_collections_and_activation_fields_load(tmp_path: Path):

@@ -365,7 +365,7 @@ class GraphHit:
 # link to gets the same fraction from each seed, so that a hub and its
 # neighbours do not enter every answer. Measured with bench/graph_hubs.py
 # (docs/relevance.md): a home note linked from every note was in the top 10 of
-# 100 % of the answers without it.
+# 99.9 % of the answers without it.
 HUB_DEGREE = 20
 
 
