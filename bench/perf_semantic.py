@@ -75,11 +75,12 @@ from bench.perf_lexical import (
     server_status,
     summarize,
 )
+from notarium_search.answer import answer_snippets, fused_notes
 from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, hits, kept, rrf
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.embedding import load_embedder
-from notarium_search.service import Service, answer_snippets, fused_notes
+from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.types import Channel, ChannelQuery, FeedFilter
 

@@ -7,16 +7,15 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from notarium_search import typed_filters
+from notarium_search.answer import answer_snippets, fused_notes, open_url
 from notarium_search.errors import (
     ChannelUnavailable,
     IndexRepairing,
@@ -25,20 +24,7 @@ from notarium_search.errors import (
     NoteNotFound,
     UnknownSpace,
 )
-from notarium_search.fusion import (
-    CANDIDATES_PER_CHANNEL,
-    FETCH_SLACK,
-    GRAPH_SEEDS,
-    PHRASE_DEPTH,
-    Fused,
-    carried,
-    enough_snippets,
-    found_by,
-    hits,
-    kept,
-    merge_snippets,
-    ranking,
-)
+from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, hits, kept
 from notarium_search.index.follower import PeerLoop
 from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
@@ -47,23 +33,21 @@ from notarium_search.lexical.store import is_damage
 from notarium_search.logsetup import Throttle, get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
 from notarium_search.notes.scan import open_note
+from notarium_search.query_embedding import QueryEmbedding, is_embedder_error
 from notarium_search.settings import Settings, valid_space_name
 from notarium_search.storage.backoff import Backoff
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 from notarium_search.types import (
     Channel,
     ChannelQuery,
-    ChannelResult,
     FeedFilter,
     FeedPage,
     NoteDetail,
     NoteLink,
     NoteRecord,
     NotesPage,
-    NoteSummary,
     SearchHit,
     SearchResponse,
-    Snippet,
     SpaceStatus,
 )
 
@@ -74,7 +58,6 @@ if TYPE_CHECKING:
 MAX_LIMIT = 100
 ELECTION_LOCK = "workers.lock"  # in the index folder: the workers open their spaces one at a time
 SORTS = ("relevance", "updated", "created")
-QUERY_EMBED_WORKERS = 2  # one query embedding per core at most; more would only queue
 # An embedding server down at start is asked again after this, doubling up to
 # the max: the writer's retry intervals for a failed pass (index/writer.py).
 MODEL_RETRY_FIRST_SECONDS = 5.0
@@ -146,8 +129,7 @@ class Service:
         writers = [s for s in self.spaces.values() if s.changes is not None]
         self.peers = PeerLoop(followers + [s.take_requests for s in writers], [s.publish_status for s in writers])
         self.embedder: Embedder | None = None
-        # Query embeddings run here, so that a deadline can cut them off.
-        self._query_pool = ThreadPoolExecutor(max_workers=QUERY_EMBED_WORKERS, thread_name_prefix="query-embed")
+        self._query_embedding = QueryEmbedding(settings.query_embed_timeout_ms)
         self.memory = MemoryTrimmer()
         self._stopping = threading.Event()
         self._model_retries = Backoff(MODEL_RETRY_FIRST_SECONDS, MODEL_RETRY_MAX_SECONDS)
@@ -170,7 +152,7 @@ class Service:
         try:
             embedder = load_configured_embedder(self.settings)
         except Exception as exc:  # noqa: BLE001 - any failure: lexical keeps serving, status says why
-            reason = str(exc) if _is_embedder_error(exc) else f"model failed to load: {exc}"
+            reason = str(exc) if is_embedder_error(exc) else f"model failed to load: {exc}"
             if type(exc).__name__ == "EmbedderUnreachable" and not self._stopping.is_set():
                 delay = self._model_retries.later(self.load_model)
                 reason = f"{reason}; retrying in {delay:g} s"
@@ -198,7 +180,7 @@ class Service:
             space.request_stop()
         for space in self.spaces.values():
             space.stop()
-        self._query_pool.shutdown(wait=False, cancel_futures=True)
+        self._query_embedding.stop()
 
     def space(self, name: str) -> Space:
         space = self.spaces.get(name)
@@ -242,7 +224,7 @@ class Service:
         if sort != "relevance":
             results = tuple(sorted(results, key=lambda hit: getattr(hit.note, sort), reverse=True))
         if space.editor_template is not None:
-            results = tuple(replace(hit, open_url=_open_url(space, hit)) for hit in results)
+            results = tuple(replace(hit, open_url=open_url(space, hit)) for hit in results)
         return replace(answer, results=results, query=text, filters=typed.filters)
 
     def _filtered(self, space: Space, filters: FeedFilter, limit: int) -> SearchResponse:
@@ -260,7 +242,7 @@ class Service:
         if graph is not None and not graph.ready:
             degraded["graph"] = graph.why_not_ready()
             graph = None
-        vector = self._query_vector(space, text, started, degraded)
+        vector = self._query_embedding.vector(space.semantic, self.embedder, text, started, degraded)
         fused = vector is not None or graph is not None
         depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit
         query = ChannelQuery(
@@ -294,33 +276,6 @@ class Service:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             caveats={r.channel: why for c, r in zip(channels, results, strict=True) if (why := c.caveat(r))},
         )
-
-    def _query_vector(self, space: Space, text: str, started: float, degraded: dict[str, str]) -> Any:
-        """The query's embedding, or None (and why, in `degraded`). It runs on the
-        query pool so that a deadline can cut it off, and is awaited before the
-        other channels start: on 2 cores, overlapping it with the lexical
-        channel made the whole query slower (measured p50 14-15 ms against
-        12-13 ms: the threads hand the GIL back and forth)."""
-        semantic = space.semantic
-        if not text.strip() or semantic is None:
-            return None
-        if not semantic.ready or self.embedder is None:
-            degraded["semantic"] = semantic.why_not_ready()
-            return None
-        return self._wait_for(self._query_pool.submit(self.embedder.embed_query, text), started, degraded)
-
-    def _wait_for(self, pending: Future[Any], started: float, degraded: dict[str, str]) -> Any:
-        timeout_ms = self.settings.query_embed_timeout_ms
-        left = timeout_ms / 1000 - (time.perf_counter() - started)
-        try:
-            return pending.result(timeout=max(left, 0.0))
-        except FutureTimeout:
-            degraded["semantic"] = f"query embedding took longer than {timeout_ms} ms"
-        except Exception as exc:  # noqa: BLE001 - a model failure on one query must not fail the search
-            log.warning("query_embedding_failed", error=str(exc))
-            why = str(exc) if _is_embedder_error(exc) else type(exc).__name__
-            degraded["semantic"] = f"query embedding failed: {why}"
-        return None
 
     @guarded
     def related(
@@ -431,10 +386,6 @@ def open_shared(settings: Settings) -> dict[str, Space]:
     return spaces
 
 
-def _is_embedder_error(exc: BaseException) -> bool:
-    return any(kind.__name__ == "EmbedderUnavailable" for kind in type(exc).__mro__)
-
-
 def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
     """A note's file as text, read-only; None when it is gone or not inside
     the space (the path comes from the index, but a symlink may have moved):
@@ -450,42 +401,3 @@ def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
 def _check_limit(limit: int) -> None:
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidParameter(f"limit must be between 1 and {MAX_LIMIT}")
-
-
-def _open_url(space: Space, hit: SearchHit) -> str | None:
-    """The hit's editor link, at its best match (its first snippet placed in the body)."""
-    best = hit.placed()
-    if best is None:
-        return space.open_url(hit.note.path)
-    return space.open_url(hit.note.path, best.heading[-1] if best.heading else "", best.line)
-
-
-def fused_notes(space: Space, results: list[ChannelResult], count: int) -> tuple[list[Fused], dict[str, NoteSummary]]:
-    """The fused ranking's first `count` (and FETCH_SLACK more, standing in
-    for notes deleted since a channel listed them), with their notes: those
-    the hits carry, and those fetched from the lexical index."""
-    ranked = ranking(results, space.settings.fusion)[: count + FETCH_SLACK]
-    notes, missing = carried(results, ranked)
-    if missing:
-        notes.update(lexical.summaries_by_id(space.lexical, missing))
-    return ranked, notes
-
-
-def answer_snippets(
-    channels: Sequence[Channel], results: Sequence[ChannelResult], note_ids: Sequence[str]
-) -> dict[str, tuple[Snippet, ...]]:
-    """The snippets of the answer's notes: a single channel's own, whole;
-    with several, each channel's in turn (lexical first), cut only while the
-    earlier ones leave room (fusion.merge_snippets)."""
-    single = sum(1 for r in results if r.hits) == 1
-    found = found_by(results)
-    by_name = {channel.name: channel for channel in channels}
-    out: dict[str, tuple[Snippet, ...]] = {}
-    for note_id in note_ids:
-        per_channel: list[tuple[Snippet, ...]] = []
-        for name, hit in found[note_id].items():
-            if not single and enough_snippets(per_channel):
-                break
-            per_channel.append(hit.snippets or by_name[name].snippets(hit))
-        out[note_id] = per_channel[0] if single else merge_snippets(per_channel)
-    return out
