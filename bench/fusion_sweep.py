@@ -7,12 +7,19 @@
     python bench/fusion_sweep.py /tmp/piaf-channels.json /tmp/cranfield-channels.json
 
 Each dump holds, per query, the lexical and semantic rankings (100 notes each,
-with their own scores) and the exact-phrase flags, as `Service.search` sees
-them. This script re-fuses them with `notarium_search.fusion.rrf` — the
-service's own function — for a grid of RRF constants, channel weights, depths
-(how many notes of each channel are fused) and with or without the phrase
-list, and prints nDCG@10 per collection, best settings first. The service's
-defaults are marked; docs/ranking.md records the table and the choice.
+with their own scores), the exact-phrase flags and what unrelated text scores
+against the query, as `Service.search` sees them. This script re-fuses them
+the way the service does — the relevance floor at `--margin` above unrelated
+text (a hit below it only supports a note another channel found), the
+semantic channel weighed down on a query whose best hit barely clears it
+(bench/relevance_sweep.py's `channel_results`), then the service's own
+`fusion.ranking` — for a grid of RRF constants, lexical weights and score
+floors, and at the defaults with 50 notes per channel and without the phrase
+list. It prints nDCG@10 per collection, and on each half of its questions
+(even and odd ranks of the sorted ids: a setting that only fits these
+questions gains on one half and loses on the other), best settings first. The
+service's defaults are marked, and their row reproduces `Service.search` on
+the same dump; docs/ranking.md records the tables and the choices.
 """
 
 from __future__ import annotations
@@ -20,7 +27,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -28,40 +34,27 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from notarium_search.fusion import CANDIDATES_PER_CHANNEL, rrf
+from bench.relevance_sweep import NDCG_DEPTH, channel_results, ndcg
+from notarium_search.fusion import CANDIDATES_PER_CHANNEL, ranking
+from notarium_search.semantic.calibration import E5_SMALL_MARGIN
 from notarium_search.settings import FusionConfig
 
-NDCG_DEPTH = 10
-GRID_K = (10, 30, 60, 100)
-GRID_LEXICAL_WEIGHT = (0.9, 1.0, 1.25)
-GRID_DEPTH = (50, 100)
-GRID_PHRASE = (0.0, 1.0)
-GRID_FLOOR = (1.0, 0.5, 0.2, 0.1)  # 1.0: plain rank-only RRF
+GRID_K = (30, 60, 100, 150)
+GRID_LEXICAL_WEIGHT = (0.85, 0.9, 1.0, 1.25)
+GRID_FLOOR = (1.0, 0.2, 0.1)  # 1.0: plain rank-only RRF
+SHALLOW_DEPTH = 50
 
 
-def ndcg(ranked: list[str], gains: dict[str, int], depth: int = NDCG_DEPTH) -> float:
-    dcg = sum(gains.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:depth]))
-    ideal = sorted(gains.values(), reverse=True)[:depth]
-    best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / best if best else 0.0
+def fused_ranking(query: dict[str, Any], config: FusionConfig, depth: int, margin: float | None) -> list[str]:
+    trimmed = {**query, "lexical": query["lexical"][:depth], "semantic": query["semantic"][:depth]}
+    return [entry.note_id for entry in ranking(channel_results(trimmed, margin, "support"), config)][:NDCG_DEPTH]
 
 
-def fused_ranking(
-    query: dict[str, Any], k: float, lexical_weight: float, depth: int, phrase: float, floor: float
-) -> list[str]:
-    lexical = [doc for doc, _ in query["lexical"][:depth]]
-    rankings = {"lexical": lexical, "semantic": [doc for doc, _ in query["semantic"][:depth]]}
-    scores = {channel: [s for _, s in query[channel][:depth]] for channel in ("lexical", "semantic")}
-    exact = [doc for doc in query["exact"] if doc in set(lexical)]
-    if exact and phrase:
-        rankings["phrase"] = exact
-    weights = {"lexical": lexical_weight, "semantic": 1.0, "phrase": phrase}
-    return [entry.note_id for entry in rrf(rankings, k, weights, scores, floor)[:NDCG_DEPTH]]
-
-
-def score(dump: dict[str, Any], **settings: Any) -> float:
-    qrels = dump["qrels"]
-    return statistics.fmean(ndcg(fused_ranking(q, **settings), qrels[qid]) for qid, q in dump["queries"].items())
+def scores(dump: dict[str, Any], config: FusionConfig, depth: int, margin: float | None) -> dict[str, float]:
+    """nDCG@10 on every question, and on each half of them."""
+    qrels, ids = dump["qrels"], sorted(dump["queries"])
+    each = [ndcg(fused_ranking(dump["queries"][qid], config, depth, margin), qrels[qid]) for qid in ids]
+    return {"": statistics.fmean(each), ":even": statistics.fmean(each[0::2]), ":odd": statistics.fmean(each[1::2])}
 
 
 def single(dump: dict[str, Any], channel: str) -> float:
@@ -69,41 +62,71 @@ def single(dump: dict[str, Any], channel: str) -> float:
     return statistics.fmean(ndcg([doc for doc, _ in q[channel]], qrels[qid]) for qid, q in dump["queries"].items())
 
 
-def sweep(dumps: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def settings_grid() -> list[tuple[FusionConfig, int]]:
+    default = FusionConfig()
+    grid = [
+        (FusionConfig(k=float(k), lexical_weight=weight, score_floor=floor), CANDIDATES_PER_CHANNEL)
+        for k, weight, floor in itertools.product(GRID_K, GRID_LEXICAL_WEIGHT, GRID_FLOOR)
+    ]
+    if all(config != default for config, _ in grid):
+        grid.append((default, CANDIDATES_PER_CHANNEL))
+    grid.append((default, SHALLOW_DEPTH))
+    grid.append((FusionConfig(phrase_weight=0.0), CANDIDATES_PER_CHANNEL))
+    return grid
+
+
+def sweep(dumps: dict[str, dict[str, Any]], margin: float | None) -> list[dict[str, Any]]:
     rows = []
-    grid = itertools.product(GRID_K, GRID_LEXICAL_WEIGHT, GRID_DEPTH, GRID_PHRASE, GRID_FLOOR)
-    for k, weight, depth, phrase, floor in grid:
-        settings = {"k": k, "lexical_weight": weight, "depth": depth, "phrase": phrase, "floor": floor}
-        scores = {name: round(score(dump, **settings), 4) for name, dump in dumps.items()}
-        rows.append({**settings, **scores, "mean": round(statistics.fmean(scores.values()), 4)})
+    for config, depth in settings_grid():
+        row: dict[str, Any] = {
+            "k": config.k,
+            "lexical_weight": config.lexical_weight,
+            "floor": config.score_floor,
+            "depth": depth,
+            "phrase": config.phrase_weight,
+        }
+        for name, dump in dumps.items():
+            row.update({name + half: round(value, 4) for half, value in scores(dump, config, depth, margin).items()})
+        row["mean"] = round(statistics.fmean(row[name] for name in dumps), 4)
+        rows.append(row)
     rows.sort(key=lambda row: -row["mean"])
     return rows
+
+
+def is_default(row: dict[str, Any]) -> bool:
+    default = FusionConfig()
+    return (row["k"], row["lexical_weight"], row["floor"], row["depth"], row["phrase"]) == (
+        default.k,
+        default.lexical_weight,
+        default.score_floor,
+        CANDIDATES_PER_CHANNEL,
+        default.phrase_weight,
+    )
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dumps", type=Path, nargs="+")
+    parser.add_argument(
+        "--margin",
+        default=str(E5_SMALL_MARGIN),
+        help="the model's relevance margin (the dumps' model; default multilingual-e5-small's), or 'none'",
+    )
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--out", type=Path, help="write every row as JSON here")
     args = parser.parse_args(argv)
+    margin = None if args.margin == "none" else float(args.margin)
     dumps = {path.stem.removesuffix("-channels"): json.loads(path.read_text()) for path in args.dumps}
     for name, dump in dumps.items():
         print(f"{name}: lexical {single(dump, 'lexical'):.4f}, semantic {single(dump, 'semantic'):.4f}")
-    rows = sweep(dumps)
+    rows = sweep(dumps, margin)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    default = FusionConfig()
     print(" ".join(f"{key:>14}" for key in rows[0]))
     for row in rows[: args.top]:
         print(" ".join(f"{value!s:>14}" for value in row.values()))
     for row in rows:
-        if (row["k"], row["lexical_weight"], row["depth"], row["phrase"], row["floor"]) == (
-            default.k,
-            default.lexical_weight,
-            CANDIDATES_PER_CHANNEL,
-            default.phrase_weight,
-            default.score_floor,
-        ):
+        if is_default(row):
             print("service default:", row)
     return rows
 
