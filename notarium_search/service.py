@@ -60,6 +60,14 @@ ELECTION_LOCK = "workers.lock"  # in the index folder: the workers open their sp
 SORTS = ("relevance", "updated", "created")
 # An embedding server down at start is asked again after this, doubling up to
 # the max: the writer's retry intervals for a failed pass (index/writer.py).
+# A read-only service (`notarium-search search`) opens no semantic channel: it
+# would load the model (~1-2 s) for one query, against a ~0.2 s start
+# (docs/benchmarks.md). With VECTOR_SEARCH on, the answer says so instead of
+# silently answering by keywords alone.
+READ_ONLY_WITHOUT_MEANING = (
+    "not loaded by `notarium-search search`, which answers with keywords (and links) to start fast;"
+    " the running service searches by meaning too"
+)
 MODEL_RETRY_FIRST_SECONDS = 5.0
 MODEL_RETRY_MAX_SECONDS = 300.0
 
@@ -242,6 +250,8 @@ class Service:
         if graph is not None and not graph.ready:
             degraded["graph"] = graph.why_not_ready()
             graph = None
+        if self.settings.vector_search and space.semantic is None and text.strip():
+            degraded["semantic"] = READ_ONLY_WITHOUT_MEANING
         vector = self._query_embedding.vector(space.semantic, self.embedder, text, started, degraded)
         fused = vector is not None or graph is not None
         depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit

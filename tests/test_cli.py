@@ -325,6 +325,24 @@ def test_index_embeds_with_a_progress_bar_when_vector_search_is_on(vault: Vault,
     assert "semantic ready, 5/5 fragments" in again.stdout  # nothing re-embedded, all still there
 
 
+def test_search_says_when_it_answers_without_the_semantic_channel(vault: Vault, tmp_path: Path):
+    """With VECTOR_SEARCH on and the vectors built, `search` from the shell still
+    answers by keywords only (it does not load the model): it used to say
+    nothing, so a query only the meaning could answer looked unanswerable."""
+    vault.write("a.md", "---\nid: a\n---\nLa résilience des systèmes d'information.\n")
+    model = models_dir() / "all-minilm-l6-v2-int8"
+    semantic = {"VECTOR_SEARCH": "1", "NOTARIUM_MODEL_DIR": str(model)}
+    assert run(["index", "notes"], vault, tmp_path, **semantic).returncode == 0
+    body = json.loads(run(["search", "notes", "résilience", "--json"], vault, tmp_path, **semantic).stdout)
+    assert [hit["id"] for hit in body["results"]] == ["a"]
+    assert body["channels_used"] == ["lexical"]
+    assert "notarium-search search" in body["degraded"]["semantic"]
+    printed = run(["search", "notes", "résilience"], vault, tmp_path, **semantic).stdout.splitlines()
+    assert printed[1].startswith("without semantic: not loaded by `notarium-search search`"), printed
+    keywords_only = json.loads(run(["search", "notes", "résilience", "--json"], vault, tmp_path).stdout)
+    assert keywords_only["degraded"] == {}  # VECTOR_SEARCH off: nothing was expected of it
+
+
 @pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("4", "4")])
 def test_the_command_runs_numpy_on_one_blas_thread_unless_told_otherwise(
     monkeypatch: pytest.MonkeyPatch, preset: str | None, expected: str

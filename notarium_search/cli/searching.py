@@ -53,6 +53,7 @@ def _print_results(response: Any) -> None:
     lines = [
         f"{count} result{'' if count == 1 else 's'} in {response.took_ms:.1f} ms" + (f" ({typed})" if typed else "")
     ]
+    lines += [f"without {channel}: {why}" for channel, why in response.degraded.items()]
     for rank, hit in enumerate(response.results, start=1):
         best = hit.placed()
         where = f"{hit.note.path}:{best.line}" if best is not None and best.line is not None else hit.note.path
