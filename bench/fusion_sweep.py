@@ -34,7 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.relevance_sweep import NDCG_DEPTH, channel_results, ndcg
+from bench.eval_collection import NDCG_DEPTH, ndcg
+from bench.relevance_sweep import channel_results
 from notarium_search.fusion import CANDIDATES_PER_CHANNEL, ranking
 from notarium_search.semantic.calibration import E5_SMALL_MARGIN
 from notarium_search.settings import FusionConfig

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -39,20 +38,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.eval_collection import NDCG_DEPTH, ndcg
 from notarium_search.fusion import ranking
 from notarium_search.semantic.calibration import query_weight
 from notarium_search.settings import FusionConfig
 from notarium_search.types import ChannelHit, ChannelResult
 
-NDCG_DEPTH = 10
 VARIANTS = ("support", "drop")
-
-
-def ndcg(ranked: list[str], gains: dict[str, int], depth: int = NDCG_DEPTH) -> float:
-    dcg = sum(gains.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:depth]))
-    ideal = sorted(gains.values(), reverse=True)[:depth]
-    best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / best if best else 0.0
 
 
 def channel_results(query: dict[str, Any], margin: float | None, variant: str) -> list[ChannelResult]:

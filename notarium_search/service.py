@@ -58,8 +58,6 @@ if TYPE_CHECKING:
 MAX_LIMIT = 100
 ELECTION_LOCK = "workers.lock"  # in the index folder: the workers open their spaces one at a time
 SORTS = ("relevance", "updated", "created")
-# An embedding server down at start is asked again after this, doubling up to
-# the max: the writer's retry intervals for a failed pass (index/writer.py).
 # A read-only service (`notarium-search search`) opens no semantic channel: it
 # would load the model (~1-2 s) for one query, against a ~0.2 s start
 # (docs/benchmarks.md). With VECTOR_SEARCH on, the answer says so instead of
@@ -68,6 +66,8 @@ READ_ONLY_WITHOUT_MEANING = (
     "not loaded by `notarium-search search`, which answers with keywords (and links) to start fast;"
     " the running service searches by meaning too"
 )
+# An embedding server down at start is asked again after this, doubling up to
+# the max: the writer's retry intervals for a failed pass (index/writer.py).
 MODEL_RETRY_FIRST_SECONDS = 5.0
 MODEL_RETRY_MAX_SECONDS = 300.0
 

@@ -130,9 +130,8 @@ class Passes:
         (flagged partial), and the next pass, once the folder is back, finds
         only what changed meanwhile."""
         log.error("space_folder_unavailable", space=self.config.name, path=str(self.config.path), error=str(exc))
-        self.failure = str(exc)
+        self._failed(str(exc))
         self.folder_away = True
-        self.indexer.progress.state = IndexState.FAILED
         self._ready.set()
 
     def retrying(self, delay: float) -> None:
