@@ -101,6 +101,42 @@ def test_search_prints_each_hit_with_path_line_and_section(vault: Vault, tmp_pat
     assert lines[lines.index("2. Registre seul") + 1] == "   b.md:4"  # a title match: where the body starts
 
 
+def test_search_says_partial_only_while_an_indexing_pass_is_unfinished(vault: Vault, tmp_path: Path):
+    """`search --json` said `partial: true` on a complete index: a read-only
+    space took its readiness from its own indexer, which never runs there. It
+    now reads what the writer recorded: the files its last pass had left."""
+    for i in range(30):
+        vault.write(f"n{i:02}.md", f"---\nid: n{i}\n---\ntexte commun {i}\n")
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    body = json.loads(run(["search", "notes", "commun", "--json", "--limit", "50"], vault, tmp_path).stdout)
+    assert (len(body["results"]), body["partial"]) == (30, False)
+    assert "partial" not in run(["search", "notes", "commun"], vault, tmp_path).stdout
+
+    for i in range(30):
+        vault.write(f"n{i:02}.md", f"---\nid: n{i}\n---\ntexte nouveau {i}\n")
+    service = Service(vault.settings(index_dir=tmp_path / "index", commit_every=5))
+    space = service.spaces["notes"]
+    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
+    service.stop()
+    body = json.loads(run(["search", "notes", "nouveau", "--json", "--limit", "50"], vault, tmp_path).stdout)
+    assert (len(body["results"]), body["partial"]) == (12, True)
+    printed = run(["search", "notes", "nouveau"], vault, tmp_path).stdout.splitlines()
+    assert printed[-1] == (
+        "partial: 18 files left to read by an indexing pass under way or cut short;"
+        " `notarium-search index notes` (or the service) completes it"
+    )
+
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    body = json.loads(run(["search", "notes", "nouveau", "--json", "--limit", "50"], vault, tmp_path).stdout)
+    assert (len(body["results"]), body["partial"]) == (30, False)
+    # An edit made while nothing indexes is not "partial" (no pass is
+    # unfinished, and finding it means stat'ing every file): `status` says it.
+    vault.write("n00.md", "---\nid: n0\n---\ntexte modifié\n")
+    assert json.loads(run(["search", "notes", "nouveau", "--json"], vault, tmp_path).stdout)["partial"] is False
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path).stdout)["spaces"]
+    assert (row["state"], row["to_index"]) == ("partial", 1)
+
+
 def test_status_tells_a_partial_index_from_a_complete_one(vault: Vault, tmp_path: Path):
     """An interrupted `index` once left `status` saying "indexed 12 notes" as
     if that were all of them."""

@@ -39,6 +39,9 @@ def search_command(settings: Settings, args: argparse.Namespace) -> int:
         print(json.dumps(jsonable(asdict(search_body(response))), ensure_ascii=False, indent=2))
         return 0
     _print_results(response)
+    if response.partial:
+        behind = "; ".join(service.space(args.space).behind)
+        print(f"\npartial: {behind}; `notarium-search index {args.space}` (or the service) completes it")
     return 0
 
 

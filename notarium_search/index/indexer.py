@@ -398,6 +398,7 @@ class SpaceIndexer:
         for rel_path in [p for p, e in self.manifest.entries.items() if p in paths or e.note_id in ids]:
             del self.manifest.entries[rel_path]
         progress.deleted_ids |= ids
+        self.manifest.unread = len(paths)  # read again by the pass that follows
         self.manifest.opstamp = self.lexical.commit()
         self.manifest.save()
         self.manifest.settle()
@@ -407,6 +408,7 @@ class SpaceIndexer:
         if touched:
             self.manifest.mark_unsettled(self._touched_ids, self._touched_paths)
         self.manifest.opstamp = self.lexical.commit()
+        self.manifest.unread = progress.total - progress.done
         self.manifest.save()
         if touched:
             self.manifest.settle()

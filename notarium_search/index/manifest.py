@@ -49,6 +49,7 @@ class _File(msgspec.Struct):
     fingerprint: str
     entries: dict[str, Entry]
     opstamp: int | None = None  # absent from manifests written before it was recorded
+    unread: int | None = None  # likewise
 
 
 @dataclass(slots=True)
@@ -59,6 +60,11 @@ class Manifest:
     opstamp: int | None = None
     """Tantivy's opstamp of the commit these entries describe: an index whose
     meta.json names an older one (restored, or a file swapped) lost notes."""
+    unread: int | None = None
+    """How many files the pass that made this commit had still to read: 0 once
+    a pass read them all, more while one is under way or after one was cut
+    short, None when not recorded. A read-only reader (a search from the
+    shell) runs no pass of its own: this is how it knows its answers are partial."""
 
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> Manifest:
@@ -83,15 +89,16 @@ class Manifest:
         if stored.fingerprint != fingerprint:
             log.info("manifest_fingerprint_changed", old=stored.fingerprint, new=fingerprint)
             return cls(path, fingerprint)
-        return cls(path, fingerprint, stored.entries, stored.opstamp)
+        return cls(path, fingerprint, stored.entries, stored.opstamp, stored.unread)
 
     def save(self) -> None:
-        write_atomic(self.path, msgspec.json.encode(_File(self.fingerprint, self.entries, self.opstamp)))
+        write_atomic(self.path, msgspec.json.encode(_File(self.fingerprint, self.entries, self.opstamp, self.unread)))
 
     def forget(self) -> None:
         """No record of the index any more (it is rebuilt from the files)."""
         self.entries.clear()
         self.opstamp = None
+        self.unread = None
 
     def indexed_notes(self) -> int:
         """How many documents the index holds when it matches this manifest."""
@@ -126,6 +133,19 @@ class Manifest:
         except msgspec.DecodeError as exc:
             log.warning("unsettled_record_unreadable", path=str(self.unsettled_path), error=str(exc))
             return Unsettled([], [], everything=True)
+
+    def left_behind(self) -> list[str]:
+        """What the last pass left undone, from the records alone (no file
+        stat'ed): files it had still to read, a commit it was writing."""
+        missing = []
+        if self.unread:
+            missing.append(f"{self.unread} files left to read by an indexing pass under way or cut short")
+        try:
+            if self.load_unsettled() is not None:
+                missing.append("a commit was cut short")
+        except StorageFault as exc:
+            missing.append(str(exc))
+        return missing
 
     def skipped(self) -> dict[str, str]:
         """path → why it is not indexed."""

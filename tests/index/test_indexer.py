@@ -470,6 +470,35 @@ def test_unreadable_unsettled_record_redoes_every_note(vault: Vault):
     service.stop()
 
 
+def test_a_read_only_space_is_partial_while_the_writers_records_say_so(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """A read-only space (a search from the shell) runs no pass: its answers
+    are partial by what the writer recorded, a commit cut short or files a
+    pass had still to read, including those a crash's redo dropped before
+    the pass went on."""
+    for name in "abc":
+        vault.write(f"{name}.md", note(name, "texte"))
+    vault.service().stop()
+
+    def reader() -> Space:
+        return Space(vault.settings().spaces[0], vault.settings(), read_only=True)
+
+    assert (reader().ready, reader().behind) == (True, [])
+    record = vault.index_dir / "notes" / "unsettled.json"
+    record.write_bytes(b'{"ids": ["a", "b"], "paths": ["a.md", "b.md"]}')  # what a crash mid-commit leaves
+    assert (reader().ready, reader().behind) == (False, ["a commit was cut short"])
+
+    service = Service(vault.settings())
+    space = service.spaces["notes"]
+    monkeypatch.setattr(space.indexer, "_survey", lambda paths: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):  # killed right after the redo dropped a and b
+        space.run_reconcile()
+    service.stop()
+    assert not record.exists()
+    assert reader().behind == ["2 files left to read by an indexing pass under way or cut short"]
+    vault.service().stop()
+    assert (reader().ready, reader().behind) == (True, [])
+
+
 def test_a_pass_over_reported_paths_reads_only_those(vault: Vault):
     vault.write("a.md", note("a", "avant"))
     vault.write("b.md", note("b", "avant"))
