@@ -90,6 +90,7 @@ class SpaceIndexer:
         # next pass reads it first, or fails again without touching anything.
         self._manifest_stale = False
         self._work: list[SourceFile] = []  # the files the current pass reads, in path order
+        self._unread_elsewhere = 0  # files an unfinished pass left that this one does not survey
         self._root_real = ""  # the space folder's real path, resolved once per pass (open_note)
 
     def reconcile(
@@ -152,7 +153,10 @@ class SpaceIndexer:
         paths: Collection[str] | None,
     ) -> None:
         self._redo_unsettled(progress)
-        files, gone = self._survey(paths)
+        files, gone, everything = self._survey(paths)
+        # A pass over a few reported files says nothing of the others an
+        # unfinished pass over every file had left: their count is kept.
+        self._unread_elsewhere = 0 if everything else (self.manifest.unread or 0)
         for rel_path in gone:
             note_id = self.manifest.entries.pop(rel_path).note_id
             self._touched_paths.add(rel_path)
@@ -188,7 +192,7 @@ class SpaceIndexer:
         written, so safe beside a running writer): the honest answer to "is
         this index complete?" whether the last pass was interrupted, crashed,
         or files changed since. Raises scan.SpaceUnavailable like a pass."""
-        files, gone = self._survey(None)
+        files, gone, _ = self._survey(None)
         return Pending(files=len(files), changed=len(self._to_read(files)), gone=len(gone))
 
     def _apply_isolated(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
@@ -202,13 +206,13 @@ class SpaceIndexer:
             self._skip(progress, source.path, f"internal error: {type(exc).__name__}")
             return 0
 
-    def _survey(self, paths: Collection[str] | None) -> tuple[list[SourceFile], list[str]]:
-        """The files to compare with the manifest, and the recorded ones gone:
-        only `paths` when they are all plain files (or vanished ones), else
-        every file of the space."""
+    def _survey(self, paths: Collection[str] | None) -> tuple[list[SourceFile], list[str], bool]:
+        """The files to compare with the manifest, the recorded ones gone, and
+        whether that is every file: only `paths` when they are all plain files
+        (or vanished ones), else every file of the space."""
         targeted = None if paths is None else self._stat_targeted(paths)
         if targeted is not None:
-            return targeted
+            return (*targeted, False)
         scan = scan_space(self.config.path, self.config.include, self.config.exclude)
         if not scan.files and self.manifest.entries:
             # What an unmounted share looks like from its empty mount point. Taken
@@ -222,7 +226,7 @@ class SpaceIndexer:
             )
         present = {f.path for f in scan.files}
         # Where the scan could not see (a folder not listed, a file not stat'ed), notes are unknown: kept.
-        return scan.files, [p for p in self.manifest.entries if p not in present and not scan.keeps(p)]
+        return scan.files, [p for p in self.manifest.entries if p not in present and not scan.keeps(p)], True
 
     def _stat_targeted(self, paths: Collection[str]) -> tuple[list[SourceFile], list[str]] | None:
         surveyed = stat_paths(self.config.path, paths, self.config.include, self.config.exclude)
@@ -408,7 +412,7 @@ class SpaceIndexer:
         if touched:
             self.manifest.mark_unsettled(self._touched_ids, self._touched_paths)
         self.manifest.opstamp = self.lexical.commit()
-        self.manifest.unread = progress.total - progress.done
+        self.manifest.unread = max(progress.total - progress.done, self._unread_elsewhere)
         self.manifest.save()
         if touched:
             self.manifest.settle()

@@ -63,7 +63,8 @@ class Manifest:
     unread: int | None = None
     """How many files the pass that made this commit had still to read: 0 once
     a pass read them all, more while one is under way or after one was cut
-    short, None when not recorded. A read-only reader (a search from the
+    short (a pass over a few reported files keeps what an unfinished pass
+    over every file left), None when not recorded. A read-only reader (a search from the
     shell) runs no pass of its own: this is how it knows its answers are partial."""
 
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -496,6 +497,29 @@ def test_a_read_only_space_is_partial_while_the_writers_records_say_so(vault: Va
     assert not record.exists()
     assert reader().behind == ["2 files left to read by an indexing pass under way or cut short"]
     vault.service().stop()
+    assert (reader().ready, reader().behind) == (True, [])
+
+
+def test_a_pass_over_reported_files_keeps_what_an_unfinished_full_pass_left(vault: Vault):
+    """A watcher's pass over the files it saw change finishes with nothing
+    left of its own, but the other files an interrupted pass over every file
+    had left are still unread: a read-only reader must still be told."""
+    for i in range(30):
+        vault.write(f"n{i:02}.md", note(f"n{i}", f"texte {i}"))
+    service = Service(vault.settings(commit_every=5))
+    space = service.spaces["notes"]
+    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
+    service.stop()
+    reader = functools.partial(Space, vault.settings().spaces[0], vault.settings(), read_only=True)
+    assert reader().behind == ["18 files left to read by an indexing pass under way or cut short"]
+
+    vault.write("n29.md", note("n29", "modifié"))
+    service = Service(vault.settings())
+    space = service.spaces["notes"]
+    assert space.run_reconcile(paths={"n29.md"}).total == 1  # the reported file alone
+    assert reader().behind == ["18 files left to read by an indexing pass under way or cut short"]
+    space.run_reconcile()
+    service.stop()
     assert (reader().ready, reader().behind) == (True, [])
 
 
