@@ -30,7 +30,7 @@ from mcp_types import CallToolResult
 
 from bench.perf_lexical import free_port, server_env
 from notarium_search.api.app import create_app
-from notarium_search.mcp.server import SHOWN_LINE_CHARS
+from notarium_search.mcp.stdio import SHOWN_LINE_CHARS
 from notarium_search.mcp.tools import NOTE_TEXT_CHARS
 from tests.api.test_server import wait_until_ready
 from tests.conftest import Vault, models_dir
