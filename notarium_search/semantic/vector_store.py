@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import math
 import mmap
-import operator
 import threading
 from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from notarium_search.logsetup import get_logger
+from notarium_search.semantic import vector_arrays
 from notarium_search.semantic.vector_file import checksum_of, map_file, read_verified, restore
 from notarium_search.storage.atomic import write_atomic
 
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from usearch.index import Index
 
-    KeyArray: TypeAlias = npt.NDArray[np.uint64]
     FloatArray: TypeAlias = npt.NDArray[np.float32]
 
 METRIC: Final = "cos"
@@ -103,8 +102,6 @@ EXACT_SEARCH_MAX: Final = 2_000
 # (or of the index), an exact scan of the subset is cheaper, and exact.
 OVERFETCH_FACTOR: Final = 4
 OVERFETCH_GROWTH: Final = 4
-
-_MAX_KEY: Final = 2**64 - 1
 
 log = get_logger(__name__)
 
@@ -187,8 +184,8 @@ class VectorStore:
         duplicate keys, so it is removed first, in the same locked step."""
         import numpy as np
 
-        key_array = _key_array(keys)
-        matrix = _vector_matrix(vectors, self._dim)
+        key_array = vector_arrays.key_array(keys)
+        matrix = vector_arrays.vector_matrix(vectors, self._dim)
         if len(key_array) != len(matrix):
             raise ValueError(f"{len(key_array)} keys for {len(matrix)} vectors")
         unique, counts = np.unique(key_array, return_counts=True)
@@ -200,14 +197,14 @@ class VectorStore:
         with self._write_lock:
             self._own()
             with self._index_lock:
-                stored = key_array[_contains(self._index, key_array)]
+                stored = key_array[vector_arrays.contains(self._index, key_array)]
                 if len(stored):
                     self._index.remove(stored)
                 self._index.add(key_array, matrix, threads=ADD_THREADS)
 
     def remove(self, keys: Iterable[int]) -> None:
         """Remove these keys; keys not stored are ignored."""
-        key_array = _key_array(keys)
+        key_array = vector_arrays.key_array(keys)
         if not len(key_array):
             return
         with self._write_lock:
@@ -221,7 +218,7 @@ class VectorStore:
             return len(self._index)
 
     def __contains__(self, key: object) -> bool:
-        value = _as_key(key)
+        value = vector_arrays.as_key(key)
         if value is None:
             return False
         with self._index_lock:
@@ -246,7 +243,7 @@ class VectorStore:
         and removes wait for the end."""
         with self._write_lock:
             with self._index_lock:
-                keys, stored = _export(self._index)
+                keys, stored = vector_arrays.export(self._index)
             fresh = _new_index(self._dim)
             if len(keys):
                 # The f16 vectors go back in as f16: no precision is lost.
@@ -267,7 +264,7 @@ class VectorStore:
         a larger one over-fetches from the graph and keeps the allowed keys.
         Exact and graph similarities of a key agree within 2e-4 (measured;
         the graph compares in f16)."""
-        vector = _query_vector(query, self._dim)
+        vector = vector_arrays.query_vector(query, self._dim)
         if k <= 0:
             return []
         if allowed is None:
@@ -281,22 +278,22 @@ class VectorStore:
     def vectors(self, keys: Sequence[int]) -> FloatArray:
         """The stored vectors of `keys` (len(keys) × dim, float32, as stored in
         f16). Raises KeyError when a key is not stored."""
-        key_array = _key_array(keys)
+        key_array = vector_arrays.key_array(keys)
         with self._index_lock:
-            found = _contains(self._index, key_array)
+            found = vector_arrays.contains(self._index, key_array)
             if not found.all():
                 raise KeyError(f"not in the vector store: {key_array[~found][:5].tolist()}")
-            return _get(self._index, key_array, self._dim)
+            return vector_arrays.get(self._index, key_array, self._dim)
 
     def _exact_search(self, vector: FloatArray, subset: AbstractSet[int], k: int) -> list[tuple[int, float]]:
         import numpy as np
 
         # A key that cannot be stored cannot match: it is skipped, not an error.
-        candidates = np.array([key for key in map(_as_key, subset) if key is not None], dtype=np.uint64)
+        candidates = np.array([key for key in map(vector_arrays.as_key, subset) if key is not None], dtype=np.uint64)
         with self._index_lock:
-            present = candidates[_contains(self._index, candidates)]
-            stored = _get(self._index, present, self._dim)
-        return _top_k(present, _cosine(stored, vector), k)
+            present = candidates[vector_arrays.contains(self._index, candidates)]
+            stored = vector_arrays.get(self._index, present, self._dim)
+        return vector_arrays.top_k(present, vector_arrays.cosine(stored, vector), k)
 
     def _filtered_search(self, vector: FloatArray, subset: AbstractSet[int], k: int) -> list[tuple[int, float]]:
         with self._index_lock:
@@ -325,56 +322,6 @@ def _new_index(dim: int) -> Index:
     )
 
 
-def _key_array(keys: Iterable[int] | npt.NDArray[np.integer[Any]]) -> KeyArray:
-    """Keys as a 1-d uint64 array; ValueError for anything that is not a
-    non-negative integer below 2**64."""
-    import numpy as np
-
-    if isinstance(keys, np.ndarray):
-        if keys.ndim != 1 or keys.dtype.kind not in "iu":
-            raise ValueError(f"keys must be a 1-d integer array, got {keys.dtype} with shape {keys.shape}")
-        if keys.dtype.kind == "i" and len(keys) and int(keys.min()) < 0:
-            raise ValueError("keys must be non-negative")
-        return keys.astype(np.uint64, copy=False)
-    values = [_as_key(key) for key in keys]
-    if None in values:
-        raise ValueError("keys must be integers in [0, 2**64)")
-    return np.array(values, dtype=np.uint64)
-
-
-def _as_key(value: object) -> int | None:
-    """`value` as a storable key (a Python or numpy integer in [0, 2**64)), or None."""
-    if isinstance(value, int):  # the common case, and 50 times faster than the protocol check
-        key = value
-    elif isinstance(value, SupportsIndex):
-        key = operator.index(value)
-    else:
-        return None
-    return key if 0 <= key <= _MAX_KEY else None
-
-
-def _vector_matrix(vectors: npt.NDArray[np.floating[Any]], dim: int) -> FloatArray:
-    import numpy as np
-
-    if vectors.ndim != 2 or vectors.shape[1] != dim:
-        raise ValueError(f"vectors must have shape (n, {dim}), got {vectors.shape}")
-    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-    if not np.isfinite(matrix).all():
-        raise ValueError("vectors must be finite (NaN or infinity found)")
-    return matrix
-
-
-def _query_vector(query: npt.NDArray[np.floating[Any]], dim: int) -> FloatArray:
-    import numpy as np
-
-    if query.shape != (dim,):
-        raise ValueError(f"query must have shape ({dim},), got {query.shape}")
-    vector = np.ascontiguousarray(query, dtype=np.float32)
-    if not np.isfinite(vector).all():
-        raise ValueError("query must be finite (NaN or infinity found)")
-    return vector
-
-
 def _graph_search(index: Index, vector: FloatArray, count: int) -> list[tuple[int, float]]:
     from usearch.index import Matches
 
@@ -382,57 +329,3 @@ def _graph_search(index: Index, vector: FloatArray, count: int) -> list[tuple[in
     if not isinstance(matches, Matches):  # one query gives Matches, a batch BatchMatches
         raise TypeError(f"usearch returned {type(matches).__name__} for one query")
     return [(int(key), 1.0 - float(distance)) for key, distance in zip(matches.keys, matches.distances, strict=True)]
-
-
-def _get(index: Index, keys: KeyArray, dim: int) -> FloatArray:
-    """The stored vectors of keys known to be present, as float32."""
-    import numpy as np
-
-    return _rows(index, keys, dim).astype(np.float32)
-
-
-def _export(index: Index) -> tuple[KeyArray, npt.NDArray[np.float16]]:
-    """Every live key and its vector as stored (f16), for a rebuild."""
-    import numpy as np
-
-    keys = np.asarray(index.keys, dtype=np.uint64)
-    return keys, _rows(index, keys, index.ndim).astype(np.float16, copy=False)
-
-
-def _rows(index: Index, keys: KeyArray, dim: int) -> npt.NDArray[Any]:
-    """The stored vectors of keys known to be present, in the index's scalar
-    type (`get` returns one row per key, None for a missing key)."""
-    import numpy as np
-
-    rows = index.get(keys) if len(keys) else ()
-    if not isinstance(rows, tuple):
-        raise TypeError(f"usearch returned {type(rows).__name__} for a batch of keys")
-    present = [row for row in rows if row is not None]
-    if len(present) != len(keys):
-        raise KeyError("a key vanished from the vector store")
-    return np.vstack(present) if present else np.empty((0, dim), dtype=np.float16)
-
-
-def _contains(index: Index, keys: KeyArray) -> npt.NDArray[np.bool_]:
-    import numpy as np
-
-    if not len(keys):
-        return np.zeros(0, dtype=bool)
-    return np.asarray(index.contains(keys), dtype=bool)
-
-
-def _cosine(matrix: FloatArray, vector: FloatArray) -> FloatArray:
-    """Cosine similarity of each row with `vector`; 0 for a zero vector."""
-    import numpy as np
-
-    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(vector)
-    dots = matrix @ vector
-    similarities: FloatArray = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-    return similarities
-
-
-def _top_k(keys: KeyArray, similarities: FloatArray, k: int) -> list[tuple[int, float]]:
-    import numpy as np
-
-    order = np.argsort(-similarities, kind="stable")[:k]
-    return [(int(keys[i]), float(similarities[i])) for i in order]
