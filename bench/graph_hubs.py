@@ -12,7 +12,7 @@ into a linked vault, the way people link their notes:
 Then every judged question goes through `Service.search` (lexical channel,
 GRAPH_BOOST on, no model): without the graph, with the graph as it was (every
 link weighs the same: HUB_DEGREE set out of reach), with the graph as shipped
-(links of hubs weighed down, graph/links.py), then at other graph weights. Reported:
+(links of hubs weighed down, graph/ranking.py), then at other graph weights. Reported:
 nDCG@10, and per answer the mean number of hubs (the home note and the maps)
 and of notes only the graph brought in its top 10, and the share of answers
 with the home note in the top 10.
@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.eval_collection import load_judgments, ndcg
-from notarium_search.graph import links
+from notarium_search.graph import ranking
 from notarium_search.logsetup import configure_logging
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
@@ -113,7 +113,7 @@ def run(collection: Path, work: Path, queries_limit: int | None, alternatives: b
     settings = Settings(
         spaces=(SpaceConfig(SPACE, work / "notes", "fr"),), index_dir=work / "index", log_level="warning"
     )
-    results: dict[str, Any] = {"collection": collection.name, "queries": len(queries), "hub_degree": links.HUB_DEGREE}
+    results: dict[str, Any] = {"collection": collection.name, "queries": len(queries), "hub_degree": ranking.HUB_DEGREE}
     service = Service(settings)
     try:
         service.spaces[SPACE].build()
@@ -126,12 +126,12 @@ def run(collection: Path, work: Path, queries_limit: int | None, alternatives: b
         results["graph_hubs_weighed_down"] = measure(graph, queries, qrels, hubs)
         if not alternatives:
             return results
-        shipped = links.HUB_DEGREE
-        links.HUB_DEGREE = NO_HUB_WEIGHING
+        shipped = ranking.HUB_DEGREE
+        ranking.HUB_DEGREE = NO_HUB_WEIGHING
         try:
             results["graph_every_link_equal"] = measure(graph, queries, qrels, hubs)
         finally:
-            links.HUB_DEGREE = shipped
+            ranking.HUB_DEGREE = shipped
         fusion = graph.settings.fusion
         for weight in GRAPH_WEIGHTS:
             graph.settings = replace(graph.settings, fusion=replace(fusion, graph_weight=weight))
