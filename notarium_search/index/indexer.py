@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from notarium_search.index.manifest import Entry, Manifest
+from notarium_search.index.survey import Pending, survey, to_read
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.logsetup import get_logger
@@ -25,10 +26,8 @@ from notarium_search.notes.collection import CollectionRules
 from notarium_search.notes.parse import NotANote, decode_note, parse_note
 from notarium_search.notes.scan import (
     OutsideSpace,
-    SpaceUnavailable,
     check_root,
     open_note,
-    scan_space,
     stat_paths,
 )
 from notarium_search.settings import Settings, SpaceConfig
@@ -54,15 +53,6 @@ def index_fingerprint(config: SpaceConfig, settings: Settings) -> str:
         f"{lexical_fingerprint(config.language)}-parser{PARSER_VERSION}-max{settings.max_file_bytes}-{settings.oversize}"
         f"-collections-{CollectionRules(config.collections).fingerprint}"
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """What the next pass over every file would do."""
-
-    files: int  # note files on disk (include/exclude applied)
-    changed: int  # new or changed since they were indexed: read at the next pass
-    gone: int  # still in the index, their file deleted: dropped at the next pass
 
 
 @dataclass(slots=True)
@@ -153,11 +143,11 @@ class SpaceIndexer:
         paths: Collection[str] | None,
     ) -> None:
         self._redo_unsettled(progress)
-        files, gone, everything = self._survey(paths)
+        surveyed = survey(self.config, self.manifest, paths)
         # A pass over a few reported files says nothing of the others an
         # unfinished pass over every file had left: their count is kept.
-        self._unread_elsewhere = 0 if everything else (self.manifest.unread or 0)
-        for rel_path in gone:
+        self._unread_elsewhere = 0 if surveyed.everything else (self.manifest.unread or 0)
+        for rel_path in surveyed.gone:
             note_id = self.manifest.entries.pop(rel_path).note_id
             self._touched_paths.add(rel_path)
             if note_id is not None:
@@ -165,12 +155,12 @@ class SpaceIndexer:
                 self.lexical.delete(note_id)
                 progress.deleted += 1
                 progress.deleted_ids.add(note_id)
-        self._work = self._to_read(files)
+        self._work = to_read(self.manifest, surveyed.files)
         progress.total = len(self._work)
         owners = self.manifest.ids()
         last_commit = time.monotonic()
         interval = FIRST_COMMIT_SECONDS
-        pending = len(gone)
+        pending = len(surveyed.gone)
         for source in self._work:  # grows when a note must be read again (see _demote)
             if stop is not None and stop.is_set():
                 break
@@ -192,8 +182,10 @@ class SpaceIndexer:
         written, so safe beside a running writer): the honest answer to "is
         this index complete?" whether the last pass was interrupted, crashed,
         or files changed since. Raises scan.SpaceUnavailable like a pass."""
-        files, gone, _ = self._survey(None)
-        return Pending(files=len(files), changed=len(self._to_read(files)), gone=len(gone))
+        surveyed = survey(self.config, self.manifest, None)
+        return Pending(
+            files=len(surveyed.files), changed=len(to_read(self.manifest, surveyed.files)), gone=len(surveyed.gone)
+        )
 
     def _apply_isolated(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
         """One bad file never stops the scan: an unexpected error skips it."""
@@ -205,62 +197,6 @@ class SpaceIndexer:
             log.exception("note_failed", space=self.config.name, path=source.path)
             self._skip(progress, source.path, f"internal error: {type(exc).__name__}")
             return 0
-
-    def _survey(self, paths: Collection[str] | None) -> tuple[list[SourceFile], list[str], bool]:
-        """The files to compare with the manifest, the recorded ones gone, and
-        whether that is every file: only `paths` when they are all plain files
-        (or vanished ones), else every file of the space."""
-        targeted = None if paths is None else self._stat_targeted(paths)
-        if targeted is not None:
-            return (*targeted, False)
-        scan = scan_space(self.config.path, self.config.include, self.config.exclude)
-        if not scan.files and self.manifest.entries:
-            # What an unmounted share looks like from its empty mount point. Taken
-            # for "every note deleted", it would cost a whole rebuild (and every
-            # embedding) once the share is back; a full reindex empties the index
-            # when that is really wanted (it starts from an empty manifest).
-            raise SpaceUnavailable(
-                f"the notes folder {self.config.path} holds no note while the index holds"
-                f" {len(self.manifest.entries)} (an empty mount point?): the index is kept; if every note"
-                f" was really deleted, POST /spaces/{self.config.name}/reindex?full=1 empties it"
-            )
-        present = {f.path for f in scan.files}
-        # Where the scan could not see (a folder not listed, a file not stat'ed), notes are unknown: kept.
-        return scan.files, [p for p in self.manifest.entries if p not in present and not scan.keeps(p)], True
-
-    def _stat_targeted(self, paths: Collection[str]) -> tuple[list[SourceFile], list[str]] | None:
-        surveyed = stat_paths(self.config.path, paths, self.config.include, self.config.exclude)
-        if surveyed is None:
-            return None
-        files, missing = surveyed
-        entries = self.manifest.entries
-        if any(p not in entries and self._holds_notes_below(p) for p in missing):
-            return None  # a folder went away (moved or deleted) with its notes
-        gone = [p for p in missing if p in entries]
-        freed = {entries[p].note_id for p in gone}
-        claimants = [p for p, e in entries.items() if e.claimed_id is not None and e.claimed_id in freed]
-        if claimants:  # notes that wanted an id a deleted note held take it back (see _to_read)
-            more = stat_paths(self.config.path, claimants, self.config.include, self.config.exclude)
-            files += more[0] if more is not None else []
-        return files, gone
-
-    def _holds_notes_below(self, rel_path: str) -> bool:
-        prefix = rel_path.rstrip("/") + "/"
-        return any(p.startswith(prefix) for p in self.manifest.entries)
-
-    def _to_read(self, files: list[SourceFile]) -> list[SourceFile]:
-        """New and changed files, and those whose wanted id has come free
-        (its holder was deleted or moved): a clean build would give it to them."""
-        owners = self.manifest.ids()
-        entries = self.manifest.entries
-        return [
-            f
-            for f in files
-            if (entry := entries.get(f.path)) is None
-            or entry.mtime_ns != f.mtime_ns
-            or entry.size != f.size
-            or (entry.claimed_id is not None and entry.claimed_id not in owners)
-        ]
 
     def _apply(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
         """Index one changed file; returns how many index writes it caused."""

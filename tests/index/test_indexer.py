@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from notarium_search.index import indexer as indexer_module
 from notarium_search.index.space import Space
 from notarium_search.index.status import BUILDING_MESSAGE
 from notarium_search.lexical import search as lexical
@@ -490,9 +491,10 @@ def test_a_read_only_space_is_partial_while_the_writers_records_say_so(vault: Va
 
     service = Service(vault.settings())
     space = service.spaces["notes"]
-    monkeypatch.setattr(space.indexer, "_survey", lambda paths: (_ for _ in ()).throw(KeyboardInterrupt()))
-    with pytest.raises(KeyboardInterrupt):  # killed right after the redo dropped a and b
-        space.run_reconcile()
+    with monkeypatch.context() as patched:
+        patched.setattr(indexer_module, "survey", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt()))
+        with pytest.raises(KeyboardInterrupt):  # killed right after the redo dropped a and b
+            space.run_reconcile()
     service.stop()
     assert not record.exists()
     assert reader().behind == ["2 files left to read by an indexing pass under way or cut short"]
