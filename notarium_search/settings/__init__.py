@@ -33,7 +33,6 @@ from notarium_search.settings.declared import (
     SPACE_NAME_RE,
     Choices,
     CollectionConfig,
-    ConfigError,
     Env,
     FusionConfig,
     IgnoredFolder,
@@ -41,12 +40,9 @@ from notarium_search.settings.declared import (
     ReadWith,
     Settings,
     SpaceConfig,
-    converted,
-    empty_path,
-    host_pattern,
-    read_path,
     valid_space_name,
 )
+from notarium_search.settings.readers import ConfigError, converted, empty_path, host_pattern, read_path
 from notarium_search.settings.spaces import read_spaces
 
 __all__ = [

@@ -1,22 +1,20 @@
 """Every setting, declared once: the dataclasses the service reads, each
 field with its type, default, environment variable (`Env`), bounds (`Meta`,
-checked by msgspec), choices (`Choices`) or reader (`ReadWith`), and the
-readers themselves. `notarium_search.settings.load_settings` reads them.
-Leaf module: imports nothing from the package."""
+checked by msgspec), choices (`Choices`) or reader (`ReadWith`; the readers
+are in `readers.py`). `notarium_search.settings.load_settings` reads them.
+Imports nothing from the package but `readers.py`."""
 
 from __future__ import annotations
 
-import ipaddress
-import os
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-import msgspec
 from msgspec import Meta
+
+from notarium_search.settings.readers import hosts, names, origins, proxies, text_or_none, token, url
 
 SPACE_NAME_PATTERN = "[a-z0-9][a-z0-9_-]*"
 # Anchored with \Z, not $: `$` also matches before a final newline, so
@@ -29,10 +27,6 @@ CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (sema
 # Folders that are tool state, not notes: Obsidian settings, VCS, trash.
 DEFAULT_EXCLUDE = (".obsidian/**", ".git/**", ".trash/**", "node_modules/**")
 DEFAULT_INCLUDE = ("**/*.md",)
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message says which field and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,14 +248,14 @@ class Settings:
     query_embed_timeout_ms: Annotated[int, Env("NOTARIUM_QUERY_EMBED_TIMEOUT_MS"), Meta(ge=1)] = 300
     """Deadline of a query's embedding; past it
     the query is answered by the other channels and `degraded` says why."""
-    embed_url: Annotated[str | None, Env("NOTARIUM_EMBED_URL"), ReadWith(_url)] = None
+    embed_url: Annotated[str | None, Env("NOTARIUM_EMBED_URL"), ReadWith(url)] = None
     """OpenAI-compatible embeddings endpoint of an
     inference server (`http://gpu:8080/v1/embeddings`) that embeds the notes
     instead of the local model."""
-    embed_model: Annotated[str | None, Env("NOTARIUM_EMBED_MODEL"), ReadWith(_text_or_none)] = None
+    embed_model: Annotated[str | None, Env("NOTARIUM_EMBED_MODEL"), ReadWith(text_or_none)] = None
     """Model name sent to `embed_url` (its
     requests' `model`); default: the [model] table's `name`."""
-    embed_token: Annotated[str | None, Env("NOTARIUM_EMBED_TOKEN"), ReadWith(_text_or_none)] = None
+    embed_token: Annotated[str | None, Env("NOTARIUM_EMBED_TOKEN"), ReadWith(text_or_none)] = None
     """Sent to `embed_url` as `Authorization:
     Bearer <token>`; best set in the environment."""
     embed_url_batch: Annotated[int, Env("NOTARIUM_EMBED_URL_BATCH"), Meta(ge=1, le=2048)] = 32
@@ -289,21 +283,21 @@ class Settings:
     """Seconds between two full comparisons of a
     space's files with its index when watching is off or impossible (network
     filesystems, inotify limits); 0 = never."""
-    api_token: Annotated[str | None, Env("NOTARIUM_API_TOKEN"), ReadWith(_token)] = None
+    api_token: Annotated[str | None, Env("NOTARIUM_API_TOKEN"), ReadWith(token)] = None
     """When set, every request but /healthz needs
     `Authorization: Bearer <token>` (this one or the admin token)."""
-    admin_token: Annotated[str | None, Env("NOTARIUM_ADMIN_TOKEN"), ReadWith(_token)] = None
+    admin_token: Annotated[str | None, Env("NOTARIUM_ADMIN_TOKEN"), ReadWith(token)] = None
     """When set, POST /spaces/{space}/reindex needs it
     (the API token is then read-only)."""
-    cors_origins: Annotated[tuple[str, ...], Env("NOTARIUM_CORS_ORIGINS"), ReadWith(_origins)] = ()
+    cors_origins: Annotated[tuple[str, ...], Env("NOTARIUM_CORS_ORIGINS"), ReadWith(origins)] = ()
     """Origins allowed to call the API from a browser
     (comma-separated in the environment); none by default."""
-    allowed_hosts: Annotated[tuple[str, ...], Env("NOTARIUM_ALLOWED_HOSTS"), ReadWith(_hosts)] = ()
+    allowed_hosts: Annotated[tuple[str, ...], Env("NOTARIUM_ALLOWED_HOSTS"), ReadWith(hosts)] = ()
     """Host names a request may be addressed to (its
     `Host` header, any port), besides the loopback names and the bound
     address: `notes.example.org`, `*.example.org` for sub-domains, `*` for
     any. Every other name is refused (DNS rebinding)."""
-    trusted_proxies: Annotated[tuple[str, ...], Env("NOTARIUM_TRUSTED_PROXIES"), ReadWith(_proxies)] = ()
+    trusted_proxies: Annotated[tuple[str, ...], Env("NOTARIUM_TRUSTED_PROXIES"), ReadWith(proxies)] = ()
     """Addresses or networks (`10.0.0.2`,
     `172.17.0.0/16`) of reverse proxies whose X-Forwarded-For and
     X-Forwarded-Proto are believed; none by default."""
@@ -311,7 +305,7 @@ class Settings:
     """Requests per minute per client address (429
     beyond; /healthz exempt); 0 = no limit. As-you-type search sends a few
     requests per second while typing."""
-    activation_fields: Annotated[tuple[str, ...], Env("NOTARIUM_ACTIVATION_FIELDS"), ReadWith(_names)] = (
+    activation_fields: Annotated[tuple[str, ...], Env("NOTARIUM_ACTIVATION_FIELDS"), ReadWith(names)] = (
         "used_in",
         "utilisé_dans",
     )
@@ -329,106 +323,3 @@ class Settings:
 
     def space_config(self, name: str) -> SpaceConfig | None:
         return next((s for s in self.spaces if s.name == name), None)
-
-
-# A host name (labels of letters, digits, hyphens; `*.` first for sub-domains) or an IP address.
-_HOST_NAME = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\Z")
-MIN_TOKEN_CHARS = 16  # a shorter bearer token is guessable
-
-
-def read_path(value: Any, base_dir: Path) -> Path:
-    """A path setting: text, `~` expanded, relative to `base_dir` (the
-    config file's folder, or the working folder for the environment)."""
-    path = Path(converted(value, str, strict=True)).expanduser()
-    return Path(os.path.normpath(path if path.is_absolute() else base_dir / path))
-
-
-def empty_path(value: Any) -> bool:
-    """An empty path (`NOTARIUM_SPACES_ROOT=`, as a shell or a compose file
-    leaves it) counts as unset: read as a path it was the current folder,
-    which made every folder there a space."""
-    return isinstance(value, str) and not value.strip()
-
-
-def converted(value: Any, kind: Any, strict: bool) -> Any:
-    try:
-        return msgspec.convert(value, kind, strict=strict)
-    except msgspec.ValidationError as exc:
-        reason = str(exc).split(" - at ", 1)[0]  # "Expected `int`, got `float`"
-        raise ConfigError(reason[:1].lower() + reason[1:]) from None
-
-
-def _token(value: Any) -> str | None:
-    token = converted(value, str, strict=True).strip()
-    if token and len(token) < MIN_TOKEN_CHARS:
-        raise ConfigError(f"must be at least {MIN_TOKEN_CHARS} characters")
-    return token or None
-
-
-def _text_or_none(value: Any) -> str | None:
-    return converted(value, str, strict=True).strip() or None
-
-
-def _url(value: Any) -> str | None:
-    url = converted(value, str, strict=True).strip()
-    if url and not re.match(r"https?://[^/\s]+", url):
-        raise ConfigError(f"must be an http:// or https:// URL, got {url!r}")
-    return url or None
-
-
-def _origins(value: Any) -> tuple[str, ...]:
-    return tuple(item.rstrip("/") for item in text_list("cors_origins", value, "origins"))
-
-
-def _hosts(value: Any) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(host_pattern(item) for item in text_list("allowed_hosts", value, "host names")))
-
-
-def _proxies(value: Any) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(_proxy(item) for item in text_list("trusted_proxies", value, "addresses")))
-
-
-def _names(value: Any) -> tuple[str, ...]:
-    items = text_list("activation_fields", value, "names")
-    names = tuple(dict.fromkeys(unicodedata.normalize("NFC", i.casefold()) for i in items))
-    if not names:
-        raise ConfigError("needs at least one name")
-    return names
-
-
-def host_pattern(text: str) -> str:
-    """An `allowed_hosts` entry in the form requests are matched with:
-    lower case, no trailing dot, IPv6 in brackets. Raises ConfigError for a
-    URL, a port or anything that is not a host name."""
-    host = text.strip().lower().rstrip(".")
-    if host == "*":
-        return host
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        address = ipaddress.ip_address(bare)
-    except ValueError:
-        if _HOST_NAME.match(host):
-            return host
-        raise ConfigError(
-            f"allowed_hosts: {text!r} is not a host name (write `notes.example.org`, `*.example.org` or `*`;"
-            " no scheme, no port: every port is accepted)"
-        ) from None
-    return f"[{address}]" if address.version == 6 else str(address)
-
-
-def _proxy(text: str) -> str:
-    try:
-        return str(ipaddress.ip_network(text, strict=False))
-    except ValueError:
-        raise ConfigError(
-            f"trusted_proxies: {text!r} is not an address or a network (e.g. 10.0.0.2 or 172.17.0.0/16)"
-        ) from None
-
-
-def text_list(key: str, value: Any, what: str) -> list[str]:
-    """A TOML list of strings, or a comma-separated environment value: the
-    non-empty items, stripped."""
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
-        raise ConfigError(f"{key} must be a list of {what}, got {value!r}")
-    return [i.strip() for i in items if i.strip()]

@@ -19,15 +19,12 @@ from notarium_search.settings.declared import (
     OPEN_URL_FIELDS,
     SPACE_NAME_PATTERN,
     CollectionConfig,
-    ConfigError,
     IgnoredFolder,
     Settings,
     SpaceConfig,
-    empty_path,
-    read_path,
-    text_list,
     valid_space_name,
 )
+from notarium_search.settings.readers import ConfigError, empty_path, read_path, text_list
 
 
 def _patterns(key: str, value: Any, default: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,0 +1,123 @@
+"""Reading one setting's value: the readers `ReadWith` names in the
+declarations (tokens, URLs, lists of origins, host names, proxies, field
+names), paths, msgspec conversion with its error turned into a sentence, and
+`ConfigError`, which they all raise. Leaf module: imports nothing from the
+package (declared.py imports its readers)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message says which field and why."""
+
+
+# A host name (labels of letters, digits, hyphens; `*.` first for sub-domains) or an IP address.
+_HOST_NAME = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\Z")
+MIN_TOKEN_CHARS = 16  # a shorter bearer token is guessable
+
+
+def read_path(value: Any, base_dir: Path) -> Path:
+    """A path setting: text, `~` expanded, relative to `base_dir` (the
+    config file's folder, or the working folder for the environment)."""
+    path = Path(converted(value, str, strict=True)).expanduser()
+    return Path(os.path.normpath(path if path.is_absolute() else base_dir / path))
+
+
+def empty_path(value: Any) -> bool:
+    """An empty path (`NOTARIUM_SPACES_ROOT=`, as a shell or a compose file
+    leaves it) counts as unset: read as a path it was the current folder,
+    which made every folder there a space."""
+    return isinstance(value, str) and not value.strip()
+
+
+def converted(value: Any, kind: Any, strict: bool) -> Any:
+    try:
+        return msgspec.convert(value, kind, strict=strict)
+    except msgspec.ValidationError as exc:
+        reason = str(exc).split(" - at ", 1)[0]  # "Expected `int`, got `float`"
+        raise ConfigError(reason[:1].lower() + reason[1:]) from None
+
+
+def token(value: Any) -> str | None:
+    token = converted(value, str, strict=True).strip()
+    if token and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"must be at least {MIN_TOKEN_CHARS} characters")
+    return token or None
+
+
+def text_or_none(value: Any) -> str | None:
+    return converted(value, str, strict=True).strip() or None
+
+
+def url(value: Any) -> str | None:
+    url = converted(value, str, strict=True).strip()
+    if url and not re.match(r"https?://[^/\s]+", url):
+        raise ConfigError(f"must be an http:// or https:// URL, got {url!r}")
+    return url or None
+
+
+def origins(value: Any) -> tuple[str, ...]:
+    return tuple(item.rstrip("/") for item in text_list("cors_origins", value, "origins"))
+
+
+def hosts(value: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(host_pattern(item) for item in text_list("allowed_hosts", value, "host names")))
+
+
+def proxies(value: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(_proxy(item) for item in text_list("trusted_proxies", value, "addresses")))
+
+
+def names(value: Any) -> tuple[str, ...]:
+    items = text_list("activation_fields", value, "names")
+    names = tuple(dict.fromkeys(unicodedata.normalize("NFC", i.casefold()) for i in items))
+    if not names:
+        raise ConfigError("needs at least one name")
+    return names
+
+
+def host_pattern(text: str) -> str:
+    """An `allowed_hosts` entry in the form requests are matched with:
+    lower case, no trailing dot, IPv6 in brackets. Raises ConfigError for a
+    URL, a port or anything that is not a host name."""
+    host = text.strip().lower().rstrip(".")
+    if host == "*":
+        return host
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        if _HOST_NAME.match(host):
+            return host
+        raise ConfigError(
+            f"allowed_hosts: {text!r} is not a host name (write `notes.example.org`, `*.example.org` or `*`;"
+            " no scheme, no port: every port is accepted)"
+        ) from None
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+def _proxy(text: str) -> str:
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        raise ConfigError(
+            f"trusted_proxies: {text!r} is not an address or a network (e.g. 10.0.0.2 or 172.17.0.0/16)"
+        ) from None
+
+
+def text_list(key: str, value: Any, what: str) -> list[str]:
+    """A TOML list of strings, or a comma-separated environment value: the
+    non-empty items, stripped."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise ConfigError(f"{key} must be a list of {what}, got {value!r}")
+    return [i.strip() for i in items if i.strip()]
