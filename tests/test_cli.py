@@ -137,6 +137,34 @@ def test_search_says_partial_only_while_an_indexing_pass_is_unfinished(vault: Va
     assert (row["state"], row["to_index"]) == ("partial", 1)
 
 
+def test_index_repairs_an_index_that_does_not_match_its_manifest(vault: Vault, tmp_path: Path):
+    """`status` and `search` say to run `index` when the index lost notes
+    behind its manifest's back, but `index` queued the repair on a writer
+    thread that never runs in the command, then trusted the manifest: the
+    notes stayed lost and the advice never came true."""
+    from notarium_search.lexical.store import LexicalIndex
+
+    for i in range(5):
+        vault.write(f"n{i}.md", f"---\nid: n{i}\n---\ntexte commun {i}\n")
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    lexical = LexicalIndex(tmp_path / "index" / "notes" / "lexical", "fr")  # an older meta.json put back, say
+    lexical.delete("n0")
+    lexical.commit()
+    lexical.close()
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path).stdout)["spaces"]
+    assert row["state"] == "partial"
+    assert row["detail"].startswith("the index holds 4 notes, its manifest 5: it is rebuilt from the notes")
+    printed = run(["search", "notes", "commun"], vault, tmp_path).stdout.splitlines()
+    assert printed[0].startswith("4 results")
+    assert printed[-1].startswith("partial: the index holds 4 notes, its manifest 5; `notarium-search index notes`")
+
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    (row,) = json.loads(run(["status", "--json"], vault, tmp_path).stdout)["spaces"]
+    assert (row["state"], row["notes"]) == ("complete", 5)
+    body = json.loads(run(["search", "notes", "commun", "--json"], vault, tmp_path).stdout)
+    assert (len(body["results"]), body["partial"]) == (5, False)
+
+
 def test_status_tells_a_partial_index_from_a_complete_one(vault: Vault, tmp_path: Path):
     """An interrupted `index` once left `status` saying "indexed 12 notes" as
     if that were all of them."""

@@ -81,6 +81,7 @@ class SpaceIndexer:
         self._manifest_stale = False
         self._work: list[SourceFile] = []  # the files the current pass reads, in path order
         self._unread_elsewhere = 0  # files an unfinished pass left that this one does not survey
+        self._done_at_commit = 0  # files the current pass had read at its last commit
         self._root_real = ""  # the space folder's real path, resolved once per pass (open_note)
 
     def reconcile(
@@ -105,10 +106,11 @@ class SpaceIndexer:
             self._reload_manifest()
         progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
         progress.last_indexed = self.progress.last_indexed
+        self._done_at_commit = 0
         self.progress = progress
         try:
             self._reconcile(progress, stop, on_progress, paths)
-        except BaseException:
+        except BaseException as exc:
             # The in-memory manifest may describe writes that were never
             # committed: go back to the last saved one, which matches the index.
             self._touched_ids.clear()
@@ -116,6 +118,8 @@ class SpaceIndexer:
             self._manifest_stale = True
             with contextlib.suppress(StorageFault):  # still unreadable: the next pass reads it first
                 self._reload_manifest()
+                if isinstance(exc, Exception):  # not a kill (KeyboardInterrupt, SystemExit): nothing more is written
+                    self._record_unread(progress.total - self._done_at_commit)
             raise
         interrupted = stop is not None and stop.is_set() and progress.done < progress.total
         progress.state = IndexState.BUILDING if interrupted else IndexState.READY
@@ -130,6 +134,16 @@ class SpaceIndexer:
             interrupted=interrupted,
         )
         return progress
+
+    def _record_unread(self, left: int) -> None:
+        """A failed pass left `left` files unread since its last commit: a
+        read-only reader must know, even when it failed before its first commit
+        (2 s into it). Best effort (the disk may be what failed); the reloaded
+        entries match the index, so saving them is safe."""
+        if left > (self.manifest.unread or 0):
+            self.manifest.unread = left
+            with contextlib.suppress(OSError):
+                self.manifest.save()
 
     def _reload_manifest(self) -> None:
         self.manifest = Manifest.load(self.manifest.path, self.manifest.fingerprint)
@@ -350,6 +364,7 @@ class SpaceIndexer:
         self.manifest.opstamp = self.lexical.commit()
         self.manifest.unread = max(progress.total - progress.done, self._unread_elsewhere)
         self.manifest.save()
+        self._done_at_commit = progress.done
         if touched:
             self.manifest.settle()
             self._touched_ids.clear()

@@ -143,7 +143,7 @@ class Manifest:
             missing.append(f"{self.unread} files left to read by an indexing pass under way or cut short")
         try:
             if self.load_unsettled() is not None:
-                missing.append("a commit was cut short")
+                missing.append("a commit under way, or cut short by a crash")
         except StorageFault as exc:
             missing.append(str(exc))
         return missing

@@ -261,8 +261,19 @@ class Space:
         self._rebuild(self.lexical.delete_all)
 
     def _rebuild(self, empty_index: Callable[[], None]) -> None:
-        """A full reindex or a repair (Passes.rebuild), tried again later while the notes folder is away."""
-        if not self.passes.rebuild(empty_index):
+        """A full reindex or a repair (Passes.rebuild), tried again later while
+        the notes folder is away. Failed half way (a full disk, too many open
+        files), the index holds only what it had committed: a pass over every
+        file is retried, as after a failed reconcile, which reads the rest."""
+        try:
+            rebuilt = self.passes.rebuild(empty_index)
+        except IndexFolderMissing as exc:
+            self.request_repair(str(exc))
+            return
+        except Exception:
+            self._retry_later()
+            raise  # logged by the writer with its traceback, as before
+        if not rebuilt:
             self._repair_queued.clear()  # a read that meets the damage again asks again
             self._retry_later()
 
@@ -300,6 +311,8 @@ class Space:
         stops it after the current note or slice; what was embedded is kept (a
         checkpoint), and the next run goes on from there."""
         report = on_progress or (lambda step: None)
+        if self._repair_queued.is_set():  # the index did not match its manifest at open: no writer runs here
+            self._repair_job()
         progress = self.run_reconcile(lambda counts: report(BuildStep("notes", counts.done, counts.total)))
         report(BuildStep("notes", progress.done, progress.total))
         semantic = self.semantic
@@ -325,7 +338,8 @@ class Space:
             return self.follower.ready
         if self.read_only:
             return not self.behind
-        return self.indexer.progress.state == IndexState.READY
+        # A pass over reported files can finish while one over every file failed before it: not ready.
+        return self.indexer.progress.state == IndexState.READY and not self.indexer.manifest.unread
 
     @functools.cached_property
     def behind(self) -> list[str]:

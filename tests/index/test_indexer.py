@@ -17,6 +17,7 @@ from notarium_search.lexical import search as lexical
 from notarium_search.notes.scan import SpaceUnavailable, scan_space
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
+from notarium_search.storage.faults import StorageFault
 from notarium_search.types import FeedFilter, IndexState
 from tests.conftest import Vault, eventually, ids
 
@@ -487,7 +488,7 @@ def test_a_read_only_space_is_partial_while_the_writers_records_say_so(vault: Va
     assert (reader().ready, reader().behind) == (True, [])
     record = vault.index_dir / "notes" / "unsettled.json"
     record.write_bytes(b'{"ids": ["a", "b"], "paths": ["a.md", "b.md"]}')  # what a crash mid-commit leaves
-    assert (reader().ready, reader().behind) == (False, ["a commit was cut short"])
+    assert (reader().ready, reader().behind) == (False, ["a commit under way, or cut short by a crash"])
 
     service = Service(vault.settings())
     space = service.spaces["notes"]
@@ -523,6 +524,74 @@ def test_a_pass_over_reported_files_keeps_what_an_unfinished_full_pass_left(vaul
     space.run_reconcile()
     service.stop()
     assert (reader().ready, reader().behind) == (True, [])
+
+
+def failing_on_read(space: Space, monkeypatch: pytest.MonkeyPatch, at: int, times: int = 1) -> None:
+    """The pass meets a passing fault of the machine (too many open files) at
+    its `at`-th file, `times` times."""
+    real, calls = space.indexer._apply, {"n": 0, "failed": 0}
+
+    def apply(*args: object) -> int:
+        calls["n"] += 1
+        if calls["n"] == at and calls["failed"] < times:
+            calls["failed"] += 1
+            calls["n"] = 0
+            raise StorageFault("cannot read a note: too many open files")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(space.indexer, "_apply", apply)
+
+
+def test_a_pass_that_fails_before_its_first_commit_still_says_what_it_left(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+):
+    """Unread files were recorded only at a commit: a pass that failed before
+    its first one left the previous pass's 0, and a read-only reader said
+    complete while none of the edits were in. Nor may the writer call itself
+    ready once a pass over one reported file succeeds after it."""
+    for i in range(20):
+        vault.write(f"n{i:02}.md", note(f"n{i}", "avant"))
+    vault.service().stop()
+    for i in range(20):
+        vault.write(f"n{i:02}.md", note(f"n{i}", "après"))
+    monkeypatch.setattr(indexer_module, "FIRST_COMMIT_SECONDS", 3600.0)  # no commit before the fault, however slow
+    service = Service(vault.settings())
+    space = service.spaces["notes"]
+    failing_on_read(space, monkeypatch, at=5)
+    with pytest.raises(StorageFault):
+        space.run_reconcile()
+    reader = Space(vault.settings().spaces[0], vault.settings(), read_only=True)
+    assert reader.behind == ["20 files left to read by an indexing pass under way or cut short"]
+    assert space.run_reconcile(paths={"n19.md"}).total == 1  # a watcher's pass goes through
+    assert not space.ready  # 19 files are still as they were
+    assert service.search("notes", "avant", NO_FILTER, 50).partial
+    space.run_reconcile()
+    assert space.ready
+    assert len(service.search("notes", "après", NO_FILTER, 50).results) == 20
+    service.stop()
+
+
+def test_a_full_reindex_that_fails_half_way_is_tried_again(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """A full reindex empties the index, then reads every note: failed half
+    way, it was never tried again, and with the watcher on (no periodic pass)
+    the notes it had not read were missing until a restart."""
+    import notarium_search.index.writer as writer_module
+
+    monkeypatch.setattr(writer_module, "RETRY_FIRST_SECONDS", 0.2)  # the retry delay, not the behaviour
+    for i in range(10):
+        vault.write(f"n{i:02}.md", note(f"n{i}", "texte commun"))
+    service = Service(vault.settings(reconcile_interval=0, commit_every=2))  # some notes committed, then the fault
+    service.start()
+    space = service.spaces["notes"]
+    try:
+        assert space.wait_ready(30)
+        failing_on_read(space, monkeypatch, at=4)
+        service.reindex("notes", full=True)
+        eventually(lambda: len(service.search("notes", "commun", NO_FILTER, 50).results) == 10)
+        eventually(lambda: space.ready)
+        assert space.status().lexical.error is None
+    finally:
+        service.stop()
 
 
 def test_a_pass_over_reported_paths_reads_only_those(vault: Vault):
