@@ -237,7 +237,7 @@ def _space_status(settings: Settings, config: SpaceConfig, fingerprint: str | No
         missing.append(f"{pending.gone} deleted files still in the index")
     if unsettled is not None:
         redone = "every note" if unsettled.everything else f"{len(unsettled.ids)} notes"
-        missing.append(f"a commit was cut short: {redone} to redo")
+        missing.append(f"a commit under way, or cut short by a crash ({redone} to redo then)")
     if space.mismatch is not None:
         missing.append(f"{space.mismatch}: it is rebuilt from the notes")
     row["lexical"] = {"state": "partial" if missing else "complete"}

@@ -118,11 +118,15 @@ class SpaceIndexer:
             self._manifest_stale = True
             with contextlib.suppress(StorageFault):  # still unreadable: the next pass reads it first
                 self._reload_manifest()
-                if isinstance(exc, Exception):  # not a kill (KeyboardInterrupt, SystemExit): nothing more is written
+                # Not after a kill (KeyboardInterrupt, SystemExit: nothing more is
+                # written), nor into a folder this writer may no longer hold.
+                if isinstance(exc, Exception) and not isinstance(exc, IndexLocked | IndexFolderMissing):
                     self._record_unread(progress.total - self._done_at_commit)
             raise
         interrupted = stop is not None and stop.is_set() and progress.done < progress.total
-        progress.state = IndexState.BUILDING if interrupted else IndexState.READY
+        # Still building when files an unfinished pass over every file left are
+        # unread (this pass read only reported ones): the retry reads them.
+        progress.state = IndexState.BUILDING if interrupted or self.manifest.unread else IndexState.READY
         progress.finished_at = time.monotonic()
         log.info(
             "space_indexed",
@@ -144,6 +148,11 @@ class SpaceIndexer:
             self.manifest.unread = left
             with contextlib.suppress(OSError):
                 self.manifest.save()
+
+    def distrust_manifest(self) -> None:
+        """The manifest in memory may not match the index (a rebuild emptied it
+        and failed): the next pass reads the saved one first."""
+        self._manifest_stale = True
 
     def _reload_manifest(self) -> None:
         self.manifest = Manifest.load(self.manifest.path, self.manifest.fingerprint)

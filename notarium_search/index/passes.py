@@ -59,7 +59,9 @@ class Passes:
             self.changes.record(progress.changed_ids, progress.deleted_ids)
         return progress
 
-    def rebuild(self, empty_index: Callable[[], None]) -> bool:
+    def rebuild(
+        self, empty_index: Callable[[], None], on_progress: Callable[[IndexProgress], None] | None = None
+    ) -> bool:
         """Every note read again into an emptied index (a full reindex, or a
         repair), then the vectors and links brought in line with all of them
         (unchanged fragments keep their vectors; vanished notes go). False,
@@ -79,9 +81,15 @@ class Passes:
         # rebuilds from the files (a saved full manifest beside a committed
         # delete-all would make it trust an empty index).
         self.indexer.manifest.forget()
-        self.indexer.manifest.save()
-        empty_index()
-        self._pass()
+        try:
+            self.indexer.manifest.save()
+            empty_index()
+        except BaseException as exc:
+            self.indexer.distrust_manifest()  # emptied in memory only: read back before the next pass
+            if isinstance(exc, Exception):
+                self._failed(f"{type(exc).__name__}: {exc}")
+            raise
+        self._pass(on_progress)
         for channel in self._derived():
             channel.rebuild()
         if self.changes is not None:

@@ -225,11 +225,11 @@ class Space:
         busy = next((c for c in self._derived() if c.has_work), None)
         return busy.work_slice if busy is not None else None
 
-    def _retry_later(self) -> None:
+    def _retry_later(self, again: Callable[[], None] | None = None) -> None:
         """A failed pass (a full disk, a file locked by another program) is
         tried again by itself, at growing intervals, without waiting for the
-        next change of the files."""
-        self.passes.retrying(self.writer.later(self.request_reindex))
+        next change of the files: a pass over every file, or `again`."""
+        self.passes.retrying(self.writer.later(again or self.request_reindex))
 
     def request_repair(self, reason: str) -> None:
         """The lexical index failed a read: rebuild it from the notes (once,
@@ -242,13 +242,13 @@ class Space:
             self.repaired = f"lexical index damaged ({reason}): rebuilding from the notes"
             self.writer.put(self._repair_job)
 
-    def _repair_job(self) -> None:
+    def _repair_job(self, on_progress: Callable[[IndexProgress], None] | None = None) -> None:
         try:
             self._lock.take_again(self.cursors.key)
         except IndexLocked as exc:  # another process made the folder again and holds it now
             self.passes.locked(exc)
             return
-        self._rebuild(self._recreate_lexical)
+        self._rebuild(self._recreate_lexical, lambda: self.request_repair("the last repair failed"), on_progress)
         if self.semantic is not None and self.semantic.index is not None and not self.semantic.index.directory.exists():
             self.semantic.index.save_again()  # the vectors held in memory are still good: no re-embedding
 
@@ -258,21 +258,28 @@ class Space:
 
     def _full_reindex_job(self) -> None:
         self.writer.take_pending()
-        self._rebuild(self.lexical.delete_all)
+        self._rebuild(self.lexical.delete_all, lambda: self.request_reindex(full=True))
 
-    def _rebuild(self, empty_index: Callable[[], None]) -> None:
-        """A full reindex or a repair (Passes.rebuild), tried again later while
-        the notes folder is away. Failed half way (a full disk, too many open
-        files), the index holds only what it had committed: a pass over every
-        file is retried, as after a failed reconcile, which reads the rest."""
+    def _rebuild(
+        self,
+        empty_index: Callable[[], None],
+        again: Callable[[], None],
+        on_progress: Callable[[IndexProgress], None] | None = None,
+    ) -> None:
+        """A full reindex or a repair (Passes.rebuild). The notes folder away,
+        nothing is emptied and a pass follows later. Failed half way (a full
+        disk, too many open files), the index holds only what it committed: it
+        is done `again`, whole, later (links and vectors read again too)."""
         try:
-            rebuilt = self.passes.rebuild(empty_index)
+            rebuilt = self.passes.rebuild(empty_index, on_progress)
         except IndexFolderMissing as exc:
+            self._repair_queued.clear()  # failed before the index was made again: ask again
             self.request_repair(str(exc))
             return
         except Exception:
-            self._retry_later()
-            raise  # logged by the writer with its traceback, as before
+            self._repair_queued.clear()
+            self._retry_later(again)
+            raise  # logged by the writer with its traceback
         if not rebuilt:
             self._repair_queued.clear()  # a read that meets the damage again asks again
             self._retry_later()
@@ -311,9 +318,12 @@ class Space:
         stops it after the current note or slice; what was embedded is kept (a
         checkpoint), and the next run goes on from there."""
         report = on_progress or (lambda step: None)
+        notes = lambda counts: report(BuildStep("notes", counts.done, counts.total))  # noqa: E731
         if self._repair_queued.is_set():  # the index did not match its manifest at open: no writer runs here
-            self._repair_job()
-        progress = self.run_reconcile(lambda counts: report(BuildStep("notes", counts.done, counts.total)))
+            self._repair_job(notes)
+            progress = self.indexer.progress
+        else:
+            progress = self.run_reconcile(notes)
         report(BuildStep("notes", progress.done, progress.total))
         semantic = self.semantic
         if semantic is None or embedder is None or self.stop_event.is_set():
@@ -338,8 +348,7 @@ class Space:
             return self.follower.ready
         if self.read_only:
             return not self.behind
-        # A pass over reported files can finish while one over every file failed before it: not ready.
-        return self.indexer.progress.state == IndexState.READY and not self.indexer.manifest.unread
+        return self.indexer.progress.state == IndexState.READY
 
     @functools.cached_property
     def behind(self) -> list[str]:

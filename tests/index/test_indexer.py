@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -564,6 +565,7 @@ def test_a_pass_that_fails_before_its_first_commit_still_says_what_it_left(
     assert reader.behind == ["20 files left to read by an indexing pass under way or cut short"]
     assert space.run_reconcile(paths={"n19.md"}).total == 1  # a watcher's pass goes through
     assert not space.ready  # 19 files are still as they were
+    assert space.status().lexical.state == IndexState.BUILDING  # what the other workers follow
     assert service.search("notes", "avant", NO_FILTER, 50).partial
     space.run_reconcile()
     assert space.ready
@@ -589,6 +591,39 @@ def test_a_full_reindex_that_fails_half_way_is_tried_again(vault: Vault, monkeyp
         service.reindex("notes", full=True)
         eventually(lambda: len(service.search("notes", "commun", NO_FILTER, 50).results) == 10)
         eventually(lambda: space.ready)
+        assert space.status().lexical.error is None
+    finally:
+        service.stop()
+
+
+def test_a_repair_that_fails_is_tried_again(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """A repair that failed as it made the index folder again left its
+    request standing: the retry was an ordinary pass, which met the missing
+    folder and asked for a repair, and that request was dropped as already
+    queued. Nothing was indexed again until a restart."""
+    import notarium_search.index.writer as writer_module
+
+    monkeypatch.setattr(writer_module, "RETRY_FIRST_SECONDS", 0.2)  # the retry delay, not the behaviour
+    for i in range(5):
+        vault.write(f"n{i}.md", note(f"n{i}", "texte commun"))
+    service = Service(vault.settings(reconcile_interval=0))
+    service.start()
+    space = service.spaces["notes"]
+    try:
+        assert space.wait_ready(30)
+        real, calls = space.lexical.recreate, []
+
+        def recreate() -> None:
+            calls.append(1)
+            if len(calls) == 1:
+                shutil.rmtree(space.lexical.directory)
+                raise StorageFault("cannot make the index again: no space left on device")
+            real()
+
+        monkeypatch.setattr(space.lexical, "recreate", recreate)
+        space.request_repair("damage seen by a test")
+        eventually(lambda: len(calls) == 2 and space.ready)
+        assert len(service.search("notes", "commun", NO_FILTER, 50).results) == 5
         assert space.status().lexical.error is None
     finally:
         service.stop()
