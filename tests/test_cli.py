@@ -101,6 +101,16 @@ def test_search_prints_each_hit_with_path_line_and_section(vault: Vault, tmp_pat
     assert lines[lines.index("2. Registre seul") + 1] == "   b.md:4"  # a title match: where the body starts
 
 
+def index_12_of_30(vault: Vault, tmp_path: Path, word: str) -> None:
+    """30 notes holding `word`, indexed up to the 12th: what Ctrl+C during `index` leaves."""
+    for i in range(30):
+        vault.write(f"n{i:02}.md", f"---\nid: n{i}\n---\ntexte {word} {i}\n")
+    service = Service(vault.settings(index_dir=tmp_path / "index", commit_every=5))
+    space = service.spaces["notes"]
+    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
+    service.stop()
+
+
 def test_search_says_partial_only_while_an_indexing_pass_is_unfinished(vault: Vault, tmp_path: Path):
     """`search --json` said `partial: true` on a complete index: a read-only
     space took its readiness from its own indexer, which never runs there. It
@@ -112,12 +122,7 @@ def test_search_says_partial_only_while_an_indexing_pass_is_unfinished(vault: Va
     assert (len(body["results"]), body["partial"]) == (30, False)
     assert "partial" not in run(["search", "notes", "commun"], vault, tmp_path).stdout
 
-    for i in range(30):
-        vault.write(f"n{i:02}.md", f"---\nid: n{i}\n---\ntexte nouveau {i}\n")
-    service = Service(vault.settings(index_dir=tmp_path / "index", commit_every=5))
-    space = service.spaces["notes"]
-    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
-    service.stop()
+    index_12_of_30(vault, tmp_path, "nouveau")
     body = json.loads(run(["search", "notes", "nouveau", "--json", "--limit", "50"], vault, tmp_path).stdout)
     assert (len(body["results"]), body["partial"]) == (12, True)
     printed = run(["search", "notes", "nouveau"], vault, tmp_path).stdout.splitlines()
@@ -170,12 +175,7 @@ def test_index_repairs_an_index_that_does_not_match_its_manifest(vault: Vault, t
 def test_status_tells_a_partial_index_from_a_complete_one(vault: Vault, tmp_path: Path):
     """An interrupted `index` once left `status` saying "indexed 12 notes" as
     if that were all of them."""
-    for i in range(30):
-        vault.write(f"n{i:02}.md", f"---\nid: n{i}\n---\ntexte commun {i}\n")
-    service = Service(vault.settings(index_dir=tmp_path / "index", commit_every=5))
-    space = service.spaces["notes"]
-    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
-    service.stop()
+    index_12_of_30(vault, tmp_path, "commun")
 
     text = run(["status"], vault, tmp_path, GRAPH_BOOST="1")
     assert text.returncode == 0, text.stderr
