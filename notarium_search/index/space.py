@@ -318,7 +318,10 @@ class Space:
         stops it after the current note or slice; what was embedded is kept (a
         checkpoint), and the next run goes on from there."""
         report = on_progress or (lambda step: None)
-        notes = lambda counts: report(BuildStep("notes", counts.done, counts.total))  # noqa: E731
+
+        def notes(counts: IndexProgress) -> None:
+            report(BuildStep("notes", counts.done, counts.total))
+
         if self._repair_queued.is_set():  # the index did not match its manifest at open: no writer runs here
             self._repair_job(notes)
             progress = self.indexer.progress
