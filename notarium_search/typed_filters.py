@@ -28,6 +28,8 @@ _TYPED = re.compile(
     re.IGNORECASE,
 )
 _PERIOD = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?$", re.ASCII)
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+_INSTANT = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +48,13 @@ class TypedQuery:
         since, until = given.since, given.until
         for typed in self.filters:
             if typed.name == "after":
-                start, _ = period(typed)
+                start = period_start(typed)
                 since = start if since is None else max(since, start)
             elif typed.name == "before":
-                start, _ = period(typed)
-                end = start - timedelta(microseconds=1)
+                start = period_start(typed)
+                if start == EARLIEST:
+                    raise InvalidParameter(f"{typed.name}:{typed.value}: no date is earlier than 0001-01-01")
+                end = start - _INSTANT
                 until = end if until is None else min(until, end)
         return replace(
             given,
@@ -78,19 +82,16 @@ def parse(query: str) -> TypedQuery:
     return TypedQuery(" ".join(text.split()) if filters else query, tuple(filters))
 
 
-def period(typed: TypedFilter) -> tuple[datetime, datetime]:
-    """[start, end) of the year, month or day a date filter names, in UTC."""
+def period_start(typed: TypedFilter) -> datetime:
+    """The first instant of the year, month or day a date filter names, in UTC.
+    Only the start is computed: the end of year 9999 is past what a datetime
+    holds (`after:9999-12` raised "year 10000 is out of range", which the
+    read path took for index damage and answered with a rebuild)."""
     found = _PERIOD.match(typed.value)
     if found is None:
         raise InvalidParameter(f"{typed.name}:{typed.value[:40]} is not a date (expected 2024, 2024-05 or 2024-05-01)")
-    year = int(found[1])
-    month, day = (int(part) if part else None for part in (found[2], found[3]))
+    year, month, day = (int(part) if part else 1 for part in (found[1], found[2], found[3]))
     try:
-        if month is None:
-            return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
-        start = datetime(year, month, day or 1, tzinfo=UTC)
+        return datetime(year, month, day, tzinfo=UTC)
     except ValueError as exc:
         raise InvalidParameter(f"{typed.name}:{typed.value} is not a date ({exc})") from exc
-    if day is None:
-        return start, datetime(start.year + start.month // 12, start.month % 12 + 1, 1, tzinfo=UTC)
-    return start, start + timedelta(days=1)

@@ -70,6 +70,11 @@ def test_filters_narrow_the_request_filters():
         ("after:2024-02-29", datetime(2024, 2, 29, tzinfo=UTC), None),
         ("before:2025", None, datetime(2024, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
         ("before:2024-03", None, datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC)),
+        # The last period a datetime holds: its end (year 10000) is never computed.
+        ("after:9999", datetime(9999, 1, 1, tzinfo=UTC), None),
+        ("after:9999-12", datetime(9999, 12, 1, tzinfo=UTC), None),
+        ("after:9999-12-31", datetime(9999, 12, 31, tzinfo=UTC), None),
+        ("before:0001-01-02", None, datetime(1, 1, 1, 23, 59, 59, 999999, tzinfo=UTC)),
     ],
 )
 def test_dates_are_periods(query: str, since: datetime | None, until: datetime | None):
@@ -79,6 +84,18 @@ def test_dates_are_periods(query: str, since: datetime | None, until: datetime |
 
 @pytest.mark.parametrize("query", ["after:2024-13", "before:hier", "after:2023-02-29", "after:24-05"])
 def test_a_date_that_is_not_one_is_refused_with_what_to_write(query: str):
+    with pytest.raises(InvalidParameter, match="is not a date"):
+        parse(query).narrow(FeedFilter())
+
+
+@pytest.mark.parametrize("query", ["before:0001", "before:0001-01-01", "before:0001-01"])
+def test_a_period_before_the_first_date_is_refused_with_why(query: str):
+    with pytest.raises(InvalidParameter, match="no date is earlier than 0001-01-01"):
+        parse(query).narrow(FeedFilter())
+
+
+@pytest.mark.parametrize("query", ["after:0000", "before:0000-01-01"])
+def test_year_zero_is_not_a_date(query: str):
     with pytest.raises(InvalidParameter, match="is not a date"):
         parse(query).narrow(FeedFilter())
 

@@ -26,6 +26,7 @@ from notarium_search.index.writer import Job, Writer
 from notarium_search.index.writer_lock import WriterLock
 from notarium_search.lexical import search as lexical_search
 from notarium_search.lexical.channel import LexicalChannel
+from notarium_search.lexical.integrity import Verdicts
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.settings import Settings, SpaceConfig
@@ -84,6 +85,7 @@ class Space:
         else:
             self._lock.take(manifest, forget=rebuild)
         self.lexical = LexicalIndex(self.directory / "lexical", config.language, read_only=read_only)
+        self.integrity = Verdicts(self.directory / "lexical")  # whether a failed read met damage
         if self.lexical.created:
             manifest.forget()
         # Why the index does not match its manifest (an older meta.json put

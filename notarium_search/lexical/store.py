@@ -40,19 +40,6 @@ class WriterFailed(StorageFault):
     in 26 s in the attack review) and the next pass makes a new writer."""
 
 
-def is_damage(exc: BaseException) -> bool:
-    """Whether an exception from a read is the index's files failing (tantivy
-    raises a plain ValueError for I/O and decoding errors, and pyo3 turns a
-    Rust panic on bad bytes into a PanicException, a BaseException), rather
-    than a bad request (our own errors subclass ValueError) or a passing
-    shortage of the machine (too many open files: faults.is_passing)."""
-    if isinstance(exc, msgspec.DecodeError):  # a stored payload that no longer decodes
-        return True
-    if type(exc) is ValueError and is_passing(exc):
-        return False
-    return type(exc) is ValueError or type(exc).__name__ == "PanicException"
-
-
 class LexicalIndex:
     def __init__(self, directory: Path, language: str, read_only: bool = False) -> None:
         """`read_only`: open what another process writes; never create,

@@ -111,3 +111,60 @@ def test_the_writer_repairs_a_running_service(vault: Vault):
             eventually(lambda: state(service) == expected)  # the rebuild commits as it goes
     finally:
         service.stop()
+
+
+@pytest.mark.parametrize(
+    ("query", "status"),
+    [("after:9999-12", 200), ("after:9999-12-31", 200), ("before:0001", 400), ("before:0001-01-01", 400)],
+)
+def test_a_date_at_the_edge_of_time_is_answered_not_taken_for_damage(vault: Vault, query: str, status: int):
+    """`after:9999-12` raised "year 10000 is out of range", which the read path
+    took for damage: any web page could make the service rebuild its index
+    with an <img> pointing at 127.0.0.1."""
+    fill(vault)
+    service = vault.service()
+    try:
+        with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+            response = client.get("/spaces/notes/search", params={"q": f"commun {query}"})
+            assert response.status_code == status, response.text
+            assert service.spaces["notes"].repaired is None
+            assert client.get("/spaces/notes/status").json()["lexical"]["repaired"] is None
+    finally:
+        service.stop()
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        ("year 10000 is out of range", 500),  # Python's, from our own code: never the index's files
+        ("An invalid argument was passed: 'x'", 500),  # Tantivy's, about the query
+        ("An IO error occurred: 'Input/output error'", 503),  # the files are whole: a passing fault
+        ("Data corrupted: 'in file x'", 500),  # said by Tantivy, refuted by the check
+    ],
+)
+def test_a_failed_read_of_a_whole_index_never_rebuilds_it(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, error: str, status: int
+):
+    """Only a failed integrity check repairs: a read error on an index whose
+    files are whole is a 500 (logged) or a 503 to retry, and the index stays."""
+    fill(vault)
+    service = vault.service()
+    space = service.spaces["notes"]
+    before = sorted(p.name for p in (vault.index_dir / "notes" / "lexical").iterdir())
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise ValueError(error)
+
+    try:
+        with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
+            monkeypatch.setattr(lexical, "search", failing)
+            response = client.get("/spaces/notes/search", params={"q": "commun"})
+            assert response.status_code == status, response.text
+            assert response.json()["error"] != "index_repairing"
+            monkeypatch.undo()
+            assert space.repaired is None
+            assert space.writer.idle  # nothing queued: no rebuild on the writer
+            assert client.get("/spaces/notes/search", params={"q": "commun"}).status_code == 200
+        assert sorted(p.name for p in (vault.index_dir / "notes" / "lexical").iterdir()) == before
+    finally:
+        service.stop()
