@@ -8,6 +8,7 @@ from __future__ import annotations
 class NotariumError(Exception):
     status = 500
     code = "internal_error"
+    retry_after: int | None = None  # seconds, for a 503: the answer may change by then (Retry-After)
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
@@ -30,10 +31,21 @@ class InvalidParameter(NotariumError):
 
 
 class ChannelUnavailable(NotariumError):
-    """A feature needs a channel that is off, loading or building."""
+    """A feature needs a channel that is loading or building: retry later."""
 
     status = 503
     code = "channel_unavailable"
+    retry_after: int | None = 5
+
+
+class ChannelDisabled(ChannelUnavailable):
+    """A feature needs a channel that the configuration turns off: no retry
+    will change the answer, so not a 503 (an OpenAPI fuzzer counts a 503 for
+    a feature switched off as a server error)."""
+
+    status = 409
+    code = "channel_disabled"
+    retry_after = None
 
 
 class IndexRepairing(NotariumError):
@@ -41,6 +53,7 @@ class IndexRepairing(NotariumError):
 
     status = 503
     code = "index_repairing"
+    retry_after: int | None = 5
 
 
 class IndexUnavailable(NotariumError):
@@ -49,3 +62,4 @@ class IndexUnavailable(NotariumError):
 
     status = 503
     code = "index_unavailable"
+    retry_after: int | None = 2

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 from notarium_search import typed_filters
 from notarium_search.answer import answer_snippets, fused_notes, open_url
 from notarium_search.errors import (
+    ChannelDisabled,
     ChannelUnavailable,
     IndexRepairing,
     IndexUnavailable,
@@ -327,8 +328,10 @@ class Service:
         _check_limit(limit)
         allowed = lexical.note_ids_matching(space.lexical, self._filters(space, filters or FeedFilter()))
         semantic = space.semantic
+        if semantic is None and not self.settings.vector_search:
+            raise ChannelDisabled("related notes need the semantic channel: VECTOR_SEARCH is off in this service")
         if semantic is None or not semantic.ready:
-            why = "VECTOR_SEARCH is off" if semantic is None else semantic.why_not_ready()
+            why = READ_ONLY_WITHOUT_MEANING if semantic is None else semantic.why_not_ready()
             raise ChannelUnavailable(f"related notes need the semantic channel: {why}")
         if lexical.get_note(space.lexical, note_id) is None:
             raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")

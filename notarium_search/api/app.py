@@ -148,7 +148,7 @@ DaysApart = Annotated[
 ]
 
 
-@get("/spaces/{space:str}/related/{note_path:path}", sync_to_thread=True, responses=errors.RESPONSES)
+@get("/spaces/{space:str}/related/{note_path:path}", sync_to_thread=True, responses=errors.RELATED_RESPONSES)
 def related(
     state: State,
     space: SpaceName,
@@ -171,7 +171,7 @@ def _related(
     return RelatedBody(note_id, [related_note(e) for e in echoes])
 
 
-@get("/spaces/{space:str}/notes/{note_path:path}", sync_to_thread=True, responses=errors.RESPONSES)
+@get("/spaces/{space:str}/notes/{note_path:path}", sync_to_thread=True, responses=errors.RELATED_RESPONSES)
 def note_route(
     state: State,
     space: SpaceName,

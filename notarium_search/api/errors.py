@@ -56,7 +56,15 @@ RESPONSES: dict[int, ResponseSpec] = {
     503: _documented(
         "The space's index is being rebuilt (`index_repairing`), cannot be read right now"
         " (`index_unavailable`: too many open files), or a channel the request needs is not ready"
-        " (`channel_unavailable`); retry shortly"
+        " (`channel_unavailable`: the model loading, the vectors building); retry after Retry-After seconds"
+    ),
+}
+# Related notes: the semantic channel switched off by the configuration.
+RELATED_RESPONSES: dict[int, ResponseSpec] = {
+    **RESPONSES,
+    409: _documented(
+        "The semantic channel is off in this service's configuration (`channel_disabled`: VECTOR_SEARCH is not"
+        " set); no retry changes the answer"
     ),
 }
 # POST routes may also be refused as cross-site (403), as the read-only token is on reindex.
@@ -74,7 +82,8 @@ def _body(status: int, code: str, detail: str, headers: dict[str, str] | None = 
 
 
 def notarium_error(_: Request[Any, Any, Any], exc: NotariumError) -> Response[ErrorBody]:
-    return _body(exc.status, exc.code, exc.detail)
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return _body(exc.status, exc.code, exc.detail, headers)
 
 
 def validation_error(_: Request[Any, Any, Any], exc: ValidationException) -> Response[ErrorBody]:

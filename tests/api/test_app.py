@@ -232,8 +232,24 @@ def test_openapi_schema_and_the_api_docs_list_every_route(client):
 def test_related_notes_answer_at_both_addresses(client):
     first = client.get("/spaces/notes/related/anything")
     second = client.get("/spaces/notes/notes/anything/related")
-    assert first.status_code == second.status_code == 503  # no semantic channel here: the same clear answer
+    # VECTOR_SEARCH off here: a documented 4xx, not a 503 ("try again later" will never come true).
+    assert first.status_code == second.status_code == 409
     assert first.json() == second.json()
+    assert first.json()["error"] == "channel_disabled"
+    assert "Retry-After" not in first.headers
+
+
+def test_a_503_says_when_to_retry(client, monkeypatch):
+    space = client.app.state.service.spaces["notes"]
+    monkeypatch.setattr(space.integrity, "damage", lambda: "x.store: checksum mismatch")
+
+    def damaged(*args: object, **kwargs: object) -> None:
+        raise ValueError("Data corrupted: 'x'")
+
+    monkeypatch.setattr("notarium_search.lexical.search.search", damaged)
+    response = client.get("/spaces/notes/search", params={"q": "x"})
+    assert (response.status_code, response.json()["error"]) == (503, "index_repairing")
+    assert response.headers["Retry-After"] == "5"
 
 
 def test_openapi_documents_the_error_body(client):
