@@ -16,6 +16,18 @@ one, a `Referer`) must come from the service's own origin or from one of
 `cors_origins`; a request with neither is not a browser's cross-site request
 (curl, an MCP client) and passes.
 
+A request with two `Host` headers, none or one that is not a host name is
+refused (400 `invalid_host`, RFC 9112 3.2): of two, the check read the
+first, a layer behind it could read the other. An
+absolute-form target (`GET http://evil.example/x HTTP/1.1`) names the host
+the request is for, and RFC 9112 3.2.2 makes it win over `Host`; granian
+(2.8) keeps only its path in the ASGI scope, and puts its host into `Host`
+only when the request has none: then it is checked like any `Host`. With a
+`Host` too, the target's host is out of reach of any ASGI application (the
+request is served as addressed to its `Host`).
+
+Each refusal is logged once a minute per kind (api/access_log.py, `refused`).
+
 Litestar's own AllowedHostsMiddleware is not used: it matches the raw header,
 port included and case-sensitively, cannot accept any port (a Docker port
 mapping changes it), answers with a body of its own, and runs after CORS.
@@ -25,6 +37,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from notarium_search.api.access_log import refused
 from notarium_search.api.asgi import App, Receive, Scope, Send
 from notarium_search.api.errors import send_error
 from notarium_search.settings import Settings, host_pattern
@@ -102,28 +115,27 @@ class Exposure:
         if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
+        headers, hosts = _headers(scope)
         raw_host = headers.get("host")
         name = host_name(raw_host)
-        if not self.hosts.allows(name):
-            shown = (name or raw_host or "")[:SHOWN_CHARS]
+        if hosts > 1 or name is None:
+            detail = f"{_host_problem(hosts, raw_host)}: a request names its host in one Host header (RFC 9112, 3.2)"
+            await _refuse(scope, send, 400, "invalid_host", detail)
+        elif not self.hosts.allows(name):
+            shown = name[:SHOWN_CHARS]
             detail = (
                 f"this service does not answer to the name {shown!r}: add it to NOTARIUM_ALLOWED_HOSTS"
                 " if it is yours (docs/operations.md, Security model)"
             )
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1008})  # policy violation
-                return
-            await send_error(send, 421, "host_not_allowed", detail)
-            return
-        if scope["type"] == "http" and scope["method"] in UNSAFE_METHODS and not self._same_site(scope, headers):
+            await _refuse(scope, send, 421, "host_not_allowed", detail)
+        elif scope["type"] == "http" and scope["method"] in UNSAFE_METHODS and not self._same_site(scope, headers):
             detail = (
                 "cross-site request refused: the page that sent it is neither this service nor one of"
                 " NOTARIUM_CORS_ORIGINS"
             )
-            await send_error(send, 403, "cross_site_refused", detail)
-            return
-        await self.app(scope, receive, send)
+            await _refuse(scope, send, 403, "cross_site_refused", detail)
+        else:
+            await self.app(scope, receive, send)
 
     def _same_site(self, scope: Scope, headers: dict[str, str]) -> bool:
         sent = headers.get("origin")
@@ -138,9 +150,29 @@ class Exposure:
         return origin == own or origin in self.origins
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    """The first value of each header, by lower-case name (latin-1, as HTTP)."""
+def _host_problem(hosts: int, raw_host: str | None) -> str:
+    if hosts > 1:
+        return f"the request has {hosts} Host headers"
+    if not raw_host or not raw_host.strip():  # granian gives an empty Host to a request that has none
+        return "the request has no Host header, or an empty one"
+    return f"the Host header {raw_host[:SHOWN_CHARS]!r} is not a host name"
+
+
+async def _refuse(scope: Scope, send: Send, status: int, code: str, detail: str) -> None:
+    refused(scope, code)
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})  # policy violation
+    else:
+        await send_error(send, status, code, detail)
+
+
+def _headers(scope: Scope) -> tuple[dict[str, str], int]:
+    """The first value of each header, by lower-case name (latin-1, as HTTP),
+    and how many Host headers there are."""
     found: dict[str, str] = {}
+    hosts = 0
     for key, value in scope.get("headers", ()):
-        found.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
-    return found
+        name = key.decode("latin-1").lower()
+        hosts += name == "host"
+        found.setdefault(name, value.decode("latin-1"))
+    return found, hosts

@@ -4,14 +4,21 @@ error body for answers written outside our handlers."""
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 from litestar.testing import TestClient
 
+from notarium_search.api.access_log import AccessLog
 from notarium_search.api.app import create_app
-from notarium_search.api.exposure import host_name, origin_of
+from notarium_search.api.asgi import Receive, Scope, Send
+from notarium_search.api.exposure import Exposure, host_name, origin_of
+from notarium_search.logsetup import Throttle, configure_logging
 from notarium_search.settings import ConfigError, load_settings
 from tests.conftest import Vault
 
@@ -106,13 +113,52 @@ def test_loopback_names_pass_with_any_port_case_or_trailing_dot(client: TestClie
         "127.0.0.1.nip.io",
         "1127.0.0.1",
         "[::2]",
-        "localhost:80x",
-        "",
-        "[::1",
     ],
 )
 def test_names_that_merely_look_allowed_are_refused(client: TestClient[Any], host: str):
     assert_error(client.get("/spaces", headers={"Host": host}), 421, "host_not_allowed")
+
+
+@pytest.mark.parametrize("host", ["", " ", "localhost:80x", "[::1", "[::1]x"])
+def test_a_host_that_is_not_a_host_name_is_a_bad_request(client: TestClient[Any], host: str):
+    """RFC 9112 3.2: 400 for a Host missing (granian gives the application an
+    empty one), repeated, or not a host; a name that is not ours stays a 421."""
+    body = assert_error(client.get("/spaces", headers={"Host": host}), 400, "invalid_host")
+    assert "Host header" in body["detail"]
+
+
+def test_two_host_headers_are_a_bad_request(vault: Vault):
+    """The check read the first Host, and a layer behind it could read the
+    other. (The test client joins repeated headers: the scope is made here;
+    tests/api/test_server.py sends them over a socket.)"""
+
+    async def served(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"the notes"})
+
+    exposure = Exposure(served, vault.settings(allowed_hosts=()))
+    for hosts in (["127.0.0.1", "attacker.example"], ["attacker.example", "127.0.0.1"], ["localhost", "LOCALHOST"]):
+        sent = asgi_call(exposure, [(b"host", h.encode()) for h in hosts])
+        assert sent[0]["status"] == 400
+        body = json.loads(sent[1]["body"])
+        assert (body["error"], body["status"]) == ("invalid_host", 400)
+        assert "2 Host headers" in body["detail"]
+    assert asgi_call(exposure, [(b"host", b"localhost")])[0]["status"] == 200
+
+
+def asgi_call(app: Any, headers: list[tuple[bytes, bytes]]) -> list[dict[str, Any]]:
+    """The messages `app` sends for a GET /spaces with these headers."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/spaces", "query_string": b"", "headers": headers}
+    anyio.run(app, scope, receive, send)
+    return sent
 
 
 def test_allowed_hosts_add_names_and_subdomains(vault: Vault):
@@ -211,3 +257,44 @@ def test_host_and_origin_parsing():
     assert origin_of("http://[::1]:80") == "http://[::1]"
     assert origin_of("null") is None
     assert origin_of("http://x:99999") is None
+
+
+@pytest.fixture
+def logged() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    configure_logging("info", stream)
+    client_log = logging.getLogger("httpx")  # the test client's own lines
+    level = client_log.level
+    client_log.setLevel(logging.WARNING)
+    try:
+        yield stream
+    finally:
+        client_log.setLevel(level)
+        configure_logging("warning")  # as tests/conftest.py leaves it
+
+
+def test_a_flood_of_refusals_logs_a_line_a_minute_per_kind(client: TestClient[Any], logged: io.StringIO):
+    """Each refused request was one access line: a flood of them (1,100 slow
+    bodies logged 1.1 MB) is one line a minute per kind now, which counts
+    those not logged; answered requests are each logged still."""
+    now = [0.0]
+    access_log = client.app.asgi_handler
+    assert isinstance(access_log, AccessLog)
+    access_log.refusals = Throttle(60.0, lambda: now[0])
+    for _ in range(5):
+        assert client.get("/spaces", headers={"Host": "attacker.example"}).status_code == 421
+        assert client.get("/spaces", headers={"Host": ""}).status_code == 400
+        assert client.post("/spaces/notes/reindex", headers={"Origin": "http://evil.example"}).status_code == 403
+        assert client.get("/spaces").status_code == 200
+    now[0] = 61.0
+    assert client.get("/spaces", headers={"Host": "attacker.example"}).status_code == 421
+    lines = [json.loads(line) for line in logged.getvalue().splitlines()]
+    requests = [r for r in lines if r["event"] == "request"]
+    assert [r["status"] for r in requests if "refused" not in r] == [200] * 5
+    refusals = [(r["refused"], r["status"], r["not_logged"]) for r in requests if "refused" in r]
+    assert refusals == [
+        ("host_not_allowed", 421, 0),
+        ("invalid_host", 400, 0),
+        ("cross_site_refused", 403, 0),
+        ("host_not_allowed", 421, 4),  # a minute later: the 4 held back are counted
+    ]
