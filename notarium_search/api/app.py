@@ -20,6 +20,7 @@ from notarium_search import __version__, params
 from notarium_search.api import errors, explorer, preview
 from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
 from notarium_search.api.access_log import AccessLog
+from notarium_search.api.body_deadline import BodyDeadline
 from notarium_search.api.errors import UniformErrors
 from notarium_search.api.exposure import Exposure
 from notarium_search.api.web import WEB_HANDLERS
@@ -321,7 +322,9 @@ def create_app(settings: Settings, service: Service | None = None, start_indexin
         openapi_config=explorer.openapi_config("notarium-search", __version__),
     )
     # Outermost, before CORS and every route: the access log and request id,
-    # the Host and Origin checks, then the one error body for answers written
-    # outside our handlers.
-    app.asgi_handler = cast(Any, AccessLog(UniformErrors(Exposure(cast(Any, app.asgi_handler), settings))))
+    # the body's deadline (a request's body within body_timeout of its
+    # headers), the Host and Origin checks, then the one error body for
+    # answers written outside our handlers.
+    exposed = UniformErrors(Exposure(cast(Any, app.asgi_handler), settings))
+    app.asgi_handler = cast(Any, AccessLog(BodyDeadline(exposed, settings.body_timeout)))
     return app

@@ -208,6 +208,11 @@ class Settings:
     headers (a new connection's first request, and each next one on a kept-alive
     connection); past it the connection is closed. Also the longest a graceful
     stop waits for such a client. 0.5 to 60."""
+    body_timeout: Annotated[float, Env("NOTARIUM_BODY_TIMEOUT"), Meta(ge=0.5, le=300)] = 10.0
+    """Seconds a client may take to send a request's body,
+    counted from the end of its headers; past it the request is answered 408
+    and the connection closed (a body sent a byte a second held its connection
+    for good). 0.5 to 300."""
     max_connections: Annotated[int, Env("NOTARIUM_MAX_CONNECTIONS"), Meta(ge=1)] = 2048
     """Connections held open at once; more wait in the
     system's queue until one ends (never refused). Cut to what the file
