@@ -138,6 +138,8 @@ def test_explicit_space_outside_root(tmp_path: Path):
         ("", {"NOTARIUM_LANGUAGE": "de"}, "^NOTARIUM_LANGUAGE='de': must be one of fr, en$"),
         ("", {"NOTARIUM_OVERSIZE": "explode"}, "^NOTARIUM_OVERSIZE='explode': must be one of truncate, skip$"),
         ("", {"NOTARIUM_HEADER_TIMEOUT": "90"}, "^NOTARIUM_HEADER_TIMEOUT='90': expected `float` <= 60"),
+        ("", {"NOTARIUM_BODY_TIMEOUT": "0"}, "^NOTARIUM_BODY_TIMEOUT='0': expected `float` >= 0.5"),
+        ("body_timeout = 301\n", {}, r"^body_timeout = 301 in .*c\.toml \(line 1\): expected `float` <= 300"),
         # Loose TOML values were accepted: 18802.9 became 18802, true became 1.
         ("port = 18802.9\n", {}, r"^port = 18802\.9 in .*c\.toml \(line 1\): expected `int`, got `float`$"),
         (
