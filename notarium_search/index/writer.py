@@ -1,17 +1,21 @@
 """The single writer of one space: a thread that runs queued jobs one at a
 time and, while the queue is empty, slices of the derived channels' work
 (embedding); requests for a reconcile pass merged into the one queued; and
-retries after a failure at growing intervals."""
+retries after a failure at growing intervals, brought forward when the
+shortage that failed it (descriptors, disk space) has eased."""
 
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from notarium_search.collector import HEAP
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.backoff import Backoff
+from notarium_search.storage.faults import eased_check
 
 RETRY_FIRST_SECONDS = 5.0  # after a failed pass; doubled after each failure
 RETRY_MAX_SECONDS = 300.0
@@ -22,9 +26,12 @@ log = get_logger(__name__)
 
 
 class Writer:
-    def __init__(self, space_name: str, idle_work: Callable[[], Job | None]) -> None:
-        """`idle_work`: the slice of work to run when no job waits, or None (then the thread sleeps until a job)."""
+    def __init__(self, space_name: str, idle_work: Callable[[], Job | None], directory: Path | None = None) -> None:
+        """`idle_work`: the slice of work to run when no job waits, or None
+        (then the thread sleeps until a job); `directory`: the space's index
+        folder, whose free space tells when a full disk has room again."""
         self.space_name = space_name
+        self.directory = directory
         self._idle_work = idle_work
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self.stop_event = threading.Event()
@@ -70,9 +77,16 @@ class Writer:
             self._pending_full_scan, self._pending_paths = False, set()
         return paths
 
-    def later(self, action: Callable[[], None]) -> float:
-        """Run `action` after the current retry delay (which then doubles); returns the delay."""
-        return self._retries.later(action)
+    def later(self, action: Callable[[], None], fault: BaseException | None = None) -> float:
+        """Run `action` after the current retry delay (which then doubles);
+        returns the delay. `fault`: why the job failed (by default the
+        exception being handled: callers call this from their `except`).
+        Too many open files, or a full disk, is checked while waiting, and
+        `action` runs as soon as it has eased (storage/faults.py eased_check)."""
+        if fault is None:
+            fault = sys.exc_info()[1]
+        passed = eased_check(fault, self.directory) if fault is not None else None
+        return self._retries.later(action, passed)
 
     def succeeded(self) -> None:
         """A pass went through: the next failure is retried soon again."""
@@ -80,6 +94,7 @@ class Writer:
 
     def request_stop(self) -> None:
         self.stop_event.set()
+        self._retries.cancel()
         self._jobs.put(None)
 
     def join(self, timeout: float) -> None:
