@@ -11,6 +11,7 @@ it is, waits for it. docs/mcp.md.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -20,7 +21,15 @@ from anyio.abc import TaskGroup, TaskStatus
 from litestar import Litestar, asgi
 from litestar.exceptions import MethodNotAllowedException, ServiceUnavailableException
 from litestar.handlers import ASGIRouteHandler
-from litestar.types import Receive, Scope, Send
+from litestar.types import (
+    HTTPRequestEvent,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    Receive,
+    ReceiveMessage,
+    Scope,
+    Send,
+)
 
 from notarium_search.logsetup import get_logger
 from notarium_search.service import Service
@@ -69,7 +78,16 @@ class McpRoute:
                 # uvicorn from shutting down, waiting for the connection to close.
                 raise MethodNotAllowedException("the MCP endpoint takes POST requests only", headers={"Allow": "POST"})
             manager = await self._started_manager()
-            await manager.handle_request(cast(Any, scope), cast(Any, receive), cast(Any, send))
+            # The SDK would take a request whose id is an object for a notification, and answer 202:
+            # its id is checked here first (mcp/request_id.py), the body then handed on as it came.
+            body = await _body(receive)
+            if body is None:
+                return  # the client left before its body was complete: nobody to answer
+            problem = _id_problem(body)
+            if problem is not None:
+                await _send_invalid_request(send, problem)
+                return
+            await manager.handle_request(cast(Any, scope), cast(Any, _replay(body, receive)), cast(Any, send))
 
         return mcp_endpoint
 
@@ -94,6 +112,51 @@ class McpRoute:
                 self._manager = manager
                 log.info("mcp_http_started", by=by, seconds=round(anyio.current_time() - started, 3))
             return self._manager
+
+
+async def _body(receive: Receive) -> bytes | None:
+    """The request's whole body (the SDK reads it whole too), or None when the client disconnected."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the SDK: the body read above, then the client's own messages (a disconnect)."""
+    pending = [body]
+
+    async def replayed() -> ReceiveMessage:
+        if pending:
+            whole: HTTPRequestEvent = {"type": "http.request", "body": pending.pop(), "more_body": False}
+            return whole
+        return await receive()
+
+    return replayed
+
+
+def _id_problem(body: bytes) -> str | None:
+    # Imported here: its parser (pydantic_core) is loaded with the SDK, after start (see above).
+    from notarium_search.mcp.request_id import id_problem
+
+    return id_problem(body)
+
+
+async def _send_invalid_request(send: Send, problem: str) -> None:
+    """A request with an id no request may have (mcp/request_id.py): -32600
+    with a null id, and 400, as the SDK answers a message it cannot read."""
+    from notarium_search.mcp.request_id import invalid_request
+
+    body = json.dumps(invalid_request(problem), separators=(",", ":")).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 400, "headers": headers}
+    whole: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
+    await send(start)
+    await send(whole)
 
 
 def _build_manager(service: Service, settings: Settings) -> StreamableHTTPSessionManager:

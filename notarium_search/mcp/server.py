@@ -2,7 +2,7 @@
 (`notarium-search mcp`, started as a subprocess by desktop assistants and
 coding agents) and over Streamable HTTP at /mcp on the running service
 (routed by api/app.py, behind the API's bearer token). docs/mcp.md. The stdio
-transport's read stream, which answers malformed lines, is mcp/stdio.py.
+transport's input, which answers malformed lines, is mcp/stdio.py.
 
 Annotations here are evaluated at definition time (no `from __future__ import
 annotations`): the SDK reads the tools' signatures to build their JSON
@@ -35,7 +35,7 @@ from notarium_search.mcp.outputs import (
     SearchNotesOutput,
     schema_model,
 )
-from notarium_search.mcp.stdio import AnsweringReader
+from notarium_search.mcp.stdio import AnsweringReader, CheckedStdin, protocol_stdin
 from notarium_search.mcp.tools import (
     NOTE_TEXT_CHARS,
     NotesTools,
@@ -93,13 +93,17 @@ class NotesServer(MCPServer[Any]):
     over stdio, malformed input answered (AnsweringReader)."""
 
     async def run_stdio_async(self) -> None:
-        """MCPServer.run_stdio_async (the SDK's stdio transport, its fd claims
-        included), with the read stream behind AnsweringReader."""
-        async with stdio_server() as (read_stream, write_stream):
-            lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs: no public accessor
-            await lowlevel.run(
-                AnsweringReader(read_stream, write_stream), write_stream, lowlevel.create_initialization_options()
-            )
+        """MCPServer.run_stdio_async (the SDK's stdio transport, its claim of
+        fd 1 included), reading stdin through CheckedStdin (fd 0 claimed by
+        protocol_stdin) and the read stream through AnsweringReader."""
+        with protocol_stdin() as wire:
+            stdin = CheckedStdin(wire)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+                stdin.answer_on(write_stream)
+                lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs: no public accessor
+                await lowlevel.run(
+                    AnsweringReader(read_stream, write_stream), write_stream, lowlevel.create_initialization_options()
+                )
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

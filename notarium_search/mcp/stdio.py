@@ -1,11 +1,17 @@
-"""MCP over stdio, its read stream: `notarium-search mcp` (run_stdio in
-mcp/server.py) serves the tools on stdin/stdout, and a line that is not a
-JSON-RPC message, which the SDK's stdio transport would drop unanswered, is
-answered here (AnsweringReader). docs/mcp.md.
+"""MCP over stdio, its input: `notarium-search mcp` (run_stdio in
+mcp/server.py) serves the tools on stdin/stdout. What the SDK's stdio
+transport would leave unanswered is answered here: a line that is not a
+JSON-RPC message (AnsweringReader), and a request whose id is neither a
+string nor an integer (CheckedStdin, mcp/request_id.py). docs/mcp.md.
 """
 
 import contextvars
-from typing import Self
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from io import TextIOWrapper
+from typing import BinaryIO, Self
 
 import anyio
 import mcp_types
@@ -15,6 +21,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from notarium_search.logsetup import get_logger
+from notarium_search.mcp.request_id import id_problem
 
 SHOWN_LINE_CHARS = 20  # of a malformed stdin line, in the log: never more, it may be a note's text
 
@@ -112,7 +119,88 @@ def _invalid_request(problems: list[ErrorDetails]) -> mcp_types.JSONRPCError:
             if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
                 request_id = found
     reason = "not a JSON-RPC 2.0 message: " + "; ".join(min(by_message.values(), key=len)[:3])
+    return _refused_request(request_id, reason)
+
+
+def _refused_request(request_id: mcp_types.RequestId | None, reason: str) -> mcp_types.JSONRPCError:
     shown = request_id[:SHOWN_LINE_CHARS] if isinstance(request_id, str) else request_id
     log.warning("mcp_stdio_invalid_request", id=shown, reason=reason)
     error = mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message="Invalid Request", data=reason)
     return mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+
+
+class CheckedStdin(anyio.AsyncFile[str]):
+    """The stdin the SDK's stdio_server reads, line by line: a request whose id
+    no request may have is answered here and not passed on.
+
+    Works around mcp 2.3's stdio: the SDK reads `{"id": {}, "method":
+    "tools/list"}` as a notification (its models ignore the fields they lack)
+    and a notification is never answered, so the client waited for good. Once
+    the read line is in the SDK's hands its id is gone: it is checked before
+    (mcp/request_id.py). The answer goes out on the transport's write stream,
+    given by `answer_on` once stdio_server has made it.
+    """
+
+    def __init__(self, wire: BinaryIO) -> None:
+        # Decoded as the SDK decodes the stdin it opens itself.
+        super().__init__(TextIOWrapper(wire, encoding="utf-8", errors="replace"))
+        self._replies: WriteStream[SessionMessage] | None = None
+        self._answering = anyio.Event()
+
+    def answer_on(self, replies: WriteStream[SessionMessage]) -> None:
+        self._replies = replies
+        self._answering.set()
+
+    async def readline(self) -> str:
+        while True:
+            line = await super().readline()
+            reason = id_problem(line) if line else None  # "": the end of the input
+            if reason is None:
+                return line
+            answer = _refused_request(None, reason)
+            await self._answering.wait()
+            assert self._replies is not None
+            try:
+                await self._replies.send(SessionMessage(answer))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                log.debug("mcp_stdio_refusal_unsent")  # the session is closing: nobody to answer
+
+
+@contextmanager
+def protocol_stdin() -> Iterator[BinaryIO]:
+    """fd 0 for the protocol alone, as the SDK's stdio_server claims it when it
+    opens stdin itself (it does not for a stdin it is given, as CheckedStdin
+    is): the client's messages are read from a private duplicate while fd 0
+    points at the null device, so that nothing else in the process (a native
+    library, a child process) reads them; fd 0 is restored on leaving. Without
+    a descriptor to spare, fd 0 is read in place. The duplicate is never
+    closed: a worker thread may still be blocked reading it after the session
+    (the SDK's reason too)."""
+    try:
+        wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        wire = None
+    if wire is None:
+        yield open(0, "rb", closefd=False)  # noqa: SIM115 - never closed, like the duplicate
+        return
+    diverted = _divert_stdin()
+    try:
+        yield open(wire, "rb", closefd=False)  # noqa: SIM115 - see above
+    finally:
+        if diverted:
+            with suppress(OSError):  # nothing reads fd 0 after the session: the process is ending
+                os.dup2(wire, 0)
+
+
+def _divert_stdin() -> bool:
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        os.dup2(null, 0)
+    except OSError:
+        return False
+    finally:
+        os.close(null)
+    return True

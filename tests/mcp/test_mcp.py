@@ -519,6 +519,37 @@ def test_stdio_answers_json_that_is_not_a_request_with_invalid_request(vault: Va
     assert "method: Field required" in records[4]["reason"]
 
 
+# An id no request may have (JSON-RPC 2.0 §4: a string, a number or null; MCP: a string or an
+# integer), and how the answer names it. The SDK read each such request as a notification.
+BAD_IDS: list[tuple[Any, str]] = [
+    ({"a": 1}, "not an object"),
+    ([1], "not an array"),
+    (None, "not null"),
+    (1.5, "not a number with a fraction"),
+    (True, "not a boolean"),
+]
+
+
+@pytest.mark.slow
+def test_stdio_answers_a_request_whose_id_is_not_an_id(vault: Vault, tmp_path: Path):
+    """-32600 Invalid Request with a null id (its own cannot be echoed); the
+    SDK took each for a notification and answered nothing, so the client
+    waited for good. A ping after each shows the answer came, and in order."""
+    with raw_session(vault, tmp_path) as server:
+        # stdin is read from a private descriptor (mcp/stdio.py): fd 0 itself reads nothing of the protocol.
+        assert Path(f"/proc/{server.process.pid}/fd/0").resolve() == Path("/dev/null")
+        for request_id, kind in BAD_IDS:
+            server.send({"id": request_id, "method": "tools/call", "params": {"name": "get_note", "arguments": {}}})
+            server.send({"id": "after", "method": "ping"})
+            reply = server.reply()
+            assert_error(reply, -32600, "Invalid Request", None)
+            assert kind in reply["error"]["data"]
+            assert server.reply() == {"jsonrpc": "2.0", "id": "after", "result": {}}
+    records = log_records(tmp_path, "mcp_stdio_invalid_request")
+    assert [record["id"] for record in records] == [None] * len(BAD_IDS)
+    assert all(record["level"] == "warning" and "its id must be" in record["reason"] for record in records)
+
+
 @pytest.mark.slow
 def test_stdio_survives_oversized_and_binary_lines(vault: Vault, tmp_path: Path):
     """Megabytes of a note's text, bytes that are not UTF-8, JSON nested past the
@@ -624,6 +655,14 @@ def check_http_refusals(url: str) -> None:
         assert response.status_code == 401
         assert response.json()["error"] == "unauthorized"
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for request_id, kind in BAD_IDS[:2]:  # an object, an array: the SDK answered 202 and nothing
+        response = httpx.post(
+            url, json={**INITIALIZE, "id": request_id}, headers={**STREAMABLE_ACCEPT, **auth}, timeout=5
+        )
+        assert response.status_code == 400
+        assert_error(response.json(), -32600, "Invalid Request", None)
+        assert kind in response.json()["error"]["data"]
 
 
 def test_http_open_without_a_token_on_the_loopback_only(vault: Vault):
@@ -640,3 +679,27 @@ def test_http_open_without_a_token_on_the_loopback_only(vault: Vault):
         stream = client.get("/mcp", headers={"Accept": "text/event-stream"})  # no server-initiated messages
         assert stream.status_code == 405
         assert stream.headers["Allow"] == "POST"
+
+
+def test_http_answers_a_request_whose_id_is_not_an_id(vault: Vault):
+    """-32600 with a null id and a 400 (as the SDK answers a message it cannot
+    read), where the SDK answered 202 with no body: it took each request for
+    a notification, and ran nothing."""
+    write_french(vault)
+    app = create_app(vault.settings(), vault.service(), start_indexing=False)
+    with TestClient(app, base_url="http://127.0.0.1:8377") as client:
+        for request_id, kind in BAD_IDS:
+            for method, params in (("tools/list", {}), ("tools/call", {"name": "get_note", "arguments": {}})):
+                request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+                reply = client.post("/mcp", json=request, headers=STREAMABLE_ACCEPT)
+                assert reply.status_code == 400, reply.text
+                assert reply.headers["content-type"] == "application/json"
+                assert_error(reply.json(), -32600, "Invalid Request", None)
+                assert kind in reply.json()["error"]["data"]
+        # Well-formed requests, the body handed on to the SDK as it came: an integer id and a string id.
+        for request_id in (8, "q-8"):
+            reply = client.post("/mcp", json={**INITIALIZE, "id": request_id}, headers=STREAMABLE_ACCEPT)
+            assert reply.status_code == 200, reply.text
+            assert reply.json()["id"] == request_id
+        notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}  # no id at all: still a 202
+        assert client.post("/mcp", json=notification, headers=STREAMABLE_ACCEPT).status_code == 202
