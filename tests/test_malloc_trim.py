@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from notarium_search.collector import IDLE_SECONDS, FrozenHeap
 from notarium_search.malloc_trim import MemoryTrimmer
 from tests.conftest import eventually
 
@@ -14,6 +15,14 @@ from tests.conftest import eventually
 def rss_anon_kib() -> int:
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("RssAnon"))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class CountedStop(threading.Event):
@@ -31,7 +40,12 @@ class CountedStop(threading.Event):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc_trim and /proc")
 def test_trim_returns_freed_heap_and_runs_only_after_activity():
-    trimmer = MemoryTrimmer(interval=0.05)
+    # A heap of its own, on a clock that stands still. With the process's HEAP
+    # the trimmer also trims after a due full collection (`heap.tick()`): in
+    # the suite, HEAP is stale from test_collector's writer job and overdue
+    # (MAX_FROZEN_SECONDS since its import) once a loaded machine has run the
+    # tests before this one for 15 minutes, and the first tick trimmed: 2 == 1.
+    trimmer = MemoryTrimmer(interval=0.05, heap=FrozenHeap(Clock()))
     assert trimmer.available  # glibc: CI and the Docker image
     # ~200 MiB of blocks, then all but every 16th freed: the survivors pin the
     # heap's top, so glibc keeps the holes between them until trimmed.
@@ -53,5 +67,24 @@ def test_trim_returns_freed_heap_and_runs_only_after_activity():
         trimmer.note_activity()
         eventually(lambda: trimmer.trims > idle)
         assert trimmer.trims == idle + 1
+    finally:
+        trimmer.stop()
+
+
+def test_a_due_full_collection_is_followed_by_a_trim():
+    """A full collection frees memory too: the tick that runs one trims."""
+    clock = Clock()
+    heap = FrozenHeap(clock)
+    trimmer = MemoryTrimmer(interval=0.05, heap=heap)
+    stop = trimmer._stop = CountedStop()
+    heap.after_job()  # a writer job ran: stale, and busy a moment ago
+    trimmer.start()
+    try:
+        eventually(lambda: stop.ticks >= 3)
+        assert (trimmer.trims, heap.full_collections) == (0, 0)  # not idle yet: no collection, no trim
+        clock.now += IDLE_SECONDS
+        eventually(lambda: heap.full_collections == 1)
+        eventually(lambda: trimmer.trims == 1 or not trimmer.available)
+        assert trimmer.trims == (1 if trimmer.available else 0)
     finally:
         trimmer.stop()
