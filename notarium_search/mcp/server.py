@@ -62,7 +62,8 @@ Query syntax: plain words (notes matching more of them rank higher; a missing wo
 "quoted phrases" (required, exact order), -word to exclude. French and English, accents optional.
 Filters may be typed in the query: tag:x, -tag:x, folder:x (or path:x), after:2024-05, before:2024-06-01
 (updated dates), tag:"two words"; filters alone list the notes they allow, newest first.
-Says when the answer is lexical-only and why (semantic search off, index still building, model loading).
+Says when the answer is lexical-only and why (semantic search off, index still building, model loading), and
+when the space is still being indexed (then only the notes indexed so far were searched: search again later).
 Open a result with get_note; find what resonates with it with get_related."""
 
 GET_RELATED = """Notes related to one note: its semantic neighbours (notes whose passages are closest in meaning,

@@ -26,17 +26,20 @@ if TYPE_CHECKING:
 
 FRONTMATTER_PREVIEW_CHARS = 300  # per note in query_frontmatter's text; the structured content has it all
 MARK = "**"  # around highlighted words: Markdown bold, which assistants read as emphasis
-PARTIAL = "Still indexing: results come from the notes indexed so far."
 
 
-def search_text(space_name: str, response: SearchResponse, lexical_only: str | None) -> str:
+def search_text(space_name: str, response: SearchResponse, lexical_only: str | None, indexed: int | None = None) -> str:
+    """`indexed`: how many notes the space's index holds, said while it is
+    partial (what was searched), since none of its "no note…" is final then."""
     found = len(response.results)
     channels = ", ".join(response.channels_used) or "none"
-    head = (
-        f'{_notes(found)} for "{response.query}" in space {space_name}, best first (channels: {channels}).'
-        if found
-        else f'No note matches "{response.query}" in space {space_name}.'
-    )
+    searched = f'"{response.query}"'
+    if found:
+        head = f"{_notes(found)} for {searched} in space {space_name}, best first (channels: {channels})."
+    elif response.partial:
+        head = f"Indexing is under way in space {space_name}: searched {searched} in {_so_far(indexed)}; none matches."
+    else:
+        head = f"No note matches {searched} in space {space_name}."
     lines = [head]
     if response.filters:
         lines.append("Filters typed in the query: " + ", ".join(f"{f.name}:{f.value}" for f in response.filters) + ".")
@@ -45,12 +48,17 @@ def search_text(space_name: str, response: SearchResponse, lexical_only: str | N
     others = {channel: why for channel, why in response.degraded.items() if channel != "semantic"}
     if others:
         lines.append("Also missing: " + "; ".join(f"{channel}: {why}" for channel, why in others.items()) + ".")
-    if response.partial:
-        lines.append(PARTIAL)
+    # While the space is indexing, every "no note" is of the notes indexed so far: never a definitive
+    # claim (an assistant repeats it), and the answer says what was searched.
+    so_far = " indexed so far" if response.partial else ""
+    if response.partial and found:
+        lines.append(_partial(indexed))
+    elif response.partial:
+        lines.append("Search again once indexing ends: the notes not yet indexed may match.")
     if response.unmatched_terms:
-        lines.append(f"No note contains: {', '.join(response.unmatched_terms)}.")
+        lines.append(f"No note{so_far} contains: {', '.join(response.unmatched_terms)}.")
     if "semantic" in response.caveats and not found:
-        lines.append("No note is closer in meaning than unrelated text is.")
+        lines.append(f"No note{so_far} is closer in meaning than unrelated text is.")
     for rank, hit in enumerate(response.results, start=1):
         lines.extend(_hit_lines(rank, hit))
     return "\n".join(lines)
@@ -106,10 +114,12 @@ def _link_lines(detail: NoteDetail) -> list[str]:
 def frontmatter_text(space_name: str, page: NotesPage, criteria: str) -> str:
     if page.items:
         lines = [f"{_notes(len(page.items))} in space {space_name} ({criteria}), most recently updated first."]
+    elif page.partial:
+        lines = [f"No note indexed so far in space {space_name} matches ({criteria})."]
     else:
         lines = [f"No note in space {space_name} matches ({criteria})."]
     if page.partial:
-        lines.append(PARTIAL)
+        lines.append(_partial())
     for rank, record in enumerate(page.items, start=1):
         lines.extend(_record_lines(rank, record))
     if page.next_cursor:
@@ -131,11 +141,18 @@ def _record_lines(rank: int, record: NoteRecord) -> list[str]:
     ]
 
 
-def activations_text(space_name: str, days: int, since: datetime, found: Sequence[NoteRecord]) -> str:
+def activations_text(
+    space_name: str, days: int, since: datetime, found: Sequence[NoteRecord], partial: bool = False
+) -> str:
+    """`partial`: the space is still indexing."""
     window = f"in the last {days} days (since {_day(since)})"
     if not found:
+        if partial:
+            return f"No note indexed so far in space {space_name} records a use {window}.\n{_partial()}"
         return f"No note of space {space_name} records a use {window}."
     lines = [f"{_notes(len(found))} of space {space_name} used {window}, most recent use first."]
+    if partial:
+        lines.append(_partial())
     for rank, record in enumerate(found, start=1):
         lines.append(f"{rank}. {record.note.title}")
         lines.append(f"   {_where(record.note)}")
@@ -175,6 +192,17 @@ def note_text(space_name: str, detail: NoteDetail, piece: str | None, offset: in
 
 def _notes(count: int) -> str:
     return f"{count} note" if count == 1 else f"{count} notes"
+
+
+def _so_far(indexed: int | None) -> str:
+    if not indexed:  # None: not counted
+        return "the notes indexed so far" + (" (none yet)" if indexed == 0 else "")
+    return f"the {_notes(indexed)} indexed so far"
+
+
+def _partial(indexed: int | None = None) -> str:
+    were = "was" if indexed == 1 else "were"
+    return f"Indexing is under way: only {_so_far(indexed)} {were} searched; more may match once it ends."
 
 
 def _where(note: NoteSummary) -> str:

@@ -38,7 +38,7 @@ from notarium_search.mcp.text import (
     related_text,
     search_text,
 )
-from notarium_search.service import Service
+from notarium_search.service import Service, reading
 from notarium_search.types import FeedFilter
 
 # The HTTP API's bounds (api/app.py), so that both doors accept the same input.
@@ -103,7 +103,15 @@ class NotesTools:
         response = self.service.search(name, query, filters, limit, sort)
         lexical_only = self._lexical_only(response.channels_used, response.degraded)
         data = SearchNotesOutput(**fields_of(search_body(response)), space=name, lexical_only=lexical_only)
-        return ToolOutput(search_text(name, response, lexical_only), _json(data))
+        indexed = self._indexed(name) if response.partial else None
+        return ToolOutput(search_text(name, response, lexical_only, indexed), _json(data))
+
+    def _indexed(self, name: str) -> int:
+        """How many notes the space's index holds now: what a search of a
+        space still indexing has searched (its status counts them the same way)."""
+        space = self.service.space(name)
+        with reading(space):
+            return int(space.lexical.searcher().num_docs)
 
     def _lexical_only(self, channels_used: tuple[str, ...], degraded: dict[str, str]) -> str | None:
         """Why the semantic channel did not answer, or None when it did."""
@@ -168,9 +176,10 @@ class NotesTools:
         name = self.space_name(space)
         since = datetime.now(UTC) - timedelta(days=days)
         found = self.service.activations(name, FeedFilter(), since, limit)
+        partial = not self.service.space(name).ready  # as the service's other answers say `partial`
         body = ActivationsBody(since, [note_record_out(r) for r in found])
         data = ActivationsOutput(**fields_of(body), space=name, days=days)
-        return ToolOutput(activations_text(name, days, since, found), _json(data))
+        return ToolOutput(activations_text(name, days, since, found, partial), _json(data))
 
     def get_note(self, note: str, space: str | None, offset: int) -> ToolOutput:
         name = self.space_name(space)
