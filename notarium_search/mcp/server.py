@@ -136,7 +136,10 @@ NoteId = Annotated[
     Field(
         min_length=1,
         max_length=1000,
-        description="The note's id, as search_notes and the other tools return it (frontmatter id, else its path)",
+        description=(
+            "The note's id, as search_notes and the other tools return it (frontmatter id, else its path);"
+            " its path, file name, title or alias also open it, as a [[wiki-link]] would"
+        ),
     ),
 ]
 NESTED_TAGS = "without #; nested tags included: 'projet' matches 'projet/dora'"

@@ -22,7 +22,7 @@ from notarium_search.bodies import (
     related_note,
     search_body,
 )
-from notarium_search.errors import ChannelUnavailable
+from notarium_search.errors import ChannelUnavailable, NoteNotFound
 from notarium_search.mcp.outputs import (
     ActivationsOutput,
     FrontmatterOutput,
@@ -39,7 +39,7 @@ from notarium_search.mcp.text import (
     search_text,
 )
 from notarium_search.service import Service, reading
-from notarium_search.types import FeedFilter
+from notarium_search.types import FeedFilter, NoteDetail
 
 # The HTTP API's bounds (api/app.py), so that both doors accept the same input.
 # get_note returns at most this many characters of a note's text per call
@@ -121,9 +121,31 @@ class NotesTools:
             return "semantic search is off on this server (VECTOR_SEARCH is not set)"
         return degraded.get("semantic", "the semantic channel did not answer")
 
+    def note_detail(self, name: str, note: str, content: bool = False) -> NoteDetail:
+        """The note `note` names: the note with that id, else the one a wiki-link
+        written so opens (its path, with or without .md, its file name, title or
+        alias, ignoring case and accents: graph/links.py), as the space's own
+        links resolve. A note with a frontmatter id was found by its id only,
+        though search answers show its path and title as much as its id."""
+        try:
+            return self.service.note(name, note, content=content)
+        except NoteNotFound as exc:
+            linked = self._linked(name, note)
+            if linked is None or linked == note:
+                raise ToolFailure(f"{exc}, nor with that path, file name, title or alias") from exc
+            return self.service.note(name, linked, content=content)
+
+    def _linked(self, name: str, note: str) -> str | None:
+        """The id of the note a link `[[note]]` opens, or None."""
+        space = self.service.space(name)
+        with reading(space):
+            space.graph.ensure_built()  # as the service's note() does: read once, kept in step by the writer
+            return space.graph.graph.resolve("", note)  # written nowhere: no folder to prefer
+
     def get_related(self, note: str, space: str | None, limit: int, min_days_apart: float | None) -> ToolOutput:
         name = self.space_name(space)
-        detail = self.service.note(name, note)  # an unknown note fails here, whatever the semantic channel's state
+        detail = self.note_detail(name, note)  # an unknown note fails here, whatever the semantic channel's state
+        note = detail.record.note.id
         unavailable: str | None = None
         try:
             echoes = self.service.related(name, note, limit, min_days_apart or 0.0)
@@ -183,7 +205,7 @@ class NotesTools:
 
     def get_note(self, note: str, space: str | None, offset: int) -> ToolOutput:
         name = self.space_name(space)
-        detail = self.service.note(name, note, content=True)
+        detail = self.note_detail(name, note, content=True)
         content = detail.content
         total = len(content) if content is not None else 0
         if offset and offset >= total:

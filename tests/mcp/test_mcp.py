@@ -287,6 +287,10 @@ async def check_get_note(session: ClientSession) -> None:
     assert data["content"].startswith("---\nid: z-agent")
     assert data["truncated"] is False
     assert ids(data["links"]) == {"z-protocoles"}
+    # A note with a frontmatter id opens by its path and its title too, as a [[link]] to it would.
+    for name in ("zettel/agent-sans-api.md", "L'agent sans API est aveugle"):
+        _, data = await call(session, "get_note", note=name, space="notes")
+        assert data["note"]["id"] == "z-agent"
     text, data = await call(session, "get_note", note="livre.md", space="notes")
     assert data["truncated"] is True
     assert len(data["content"]) == NOTE_TEXT_CHARS

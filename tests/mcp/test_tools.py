@@ -1,6 +1,6 @@
 """What the tools answer (mcp/tools.py, mcp/text.py), asked over /mcp in
-process: a search while the first build is held halfway. The transports
-themselves: tests/mcp/test_mcp.py."""
+process: a search while the first build is held halfway, and a note opened
+by its path or title. The transports themselves: tests/mcp/test_mcp.py."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import re
 import threading
 from typing import Any
 
+import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
 from notarium_search.service import Service
 from notarium_search.types import IndexProgress
 from tests.conftest import WAIT_SECONDS, Vault
-from tests.mcp.test_mcp import RECENT, STREAMABLE_ACCEPT
+from tests.mcp.test_mcp import RECENT, STREAMABLE_ACCEPT, write_french
 
 BASE_URL = "http://127.0.0.1:8377"
 
@@ -88,3 +89,34 @@ def test_a_search_during_the_first_build_says_indexing_is_under_way(vault: Vault
             assert "Newsletter" in text
     finally:
         release.set()
+
+
+@pytest.fixture
+def french(vault: Vault) -> Service:
+    write_french(vault)
+    return vault.service()
+
+
+def test_get_note_opens_a_note_with_an_id_by_its_path_or_title(vault: Vault, french: Service):
+    """As a wiki-link opens it (graph/links.py): its path (with or without
+    .md), its title, ignoring case and accents; its id first. The answer is
+    the note's, with its id, for the other tools."""
+    with TestClient(create_app(vault.settings(), french, start_indexing=False), base_url=BASE_URL) as client:
+        for name in (
+            "z-agent",
+            "zettel/agent-sans-api.md",
+            "zettel/agent-sans-api",
+            "L'agent sans API est aveugle",
+            "l'agent sans api est aveugle",
+        ):
+            text, data = mcp_call(client, "get_note", note=name)
+            assert data["note"]["id"] == "z-agent", name
+            assert data["content"].startswith("---\nid: z-agent")
+            assert "id: z-agent | path: zettel/agent-sans-api.md" in text
+        _, data = mcp_call(client, "get_note", note="Protocoles ouverts")  # a title that is also a link's text
+        assert data["note"]["id"] == "z-protocoles"
+        text, data = mcp_call(client, "get_related", note="lectures/dora.md")  # same rule: the note asked about
+        assert data["note"]["id"] == "dora-registre"
+        assert 'Notes related to "Registre DORA" (id: dora-registre)' in text
+        message = mcp_refused(client, "get_note", note="Note absente")
+        assert "no note with id 'Note absente' in space notes, nor with that path, file name, title or alias" in message
