@@ -56,7 +56,7 @@ def test_a_search_during_the_first_build_says_indexing_is_under_way(vault: Vault
     def hold_before_the_last(progress: IndexProgress) -> None:
         if progress.done == 3:
             reached.set()
-            release.wait(WAIT_SECONDS)
+            release.wait()  # no bound: the test sets it, in `finally` too
 
     indexing = threading.Thread(target=service.spaces["notes"].run_reconcile, args=(hold_before_the_last,), daemon=True)
     try:
