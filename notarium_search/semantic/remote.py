@@ -9,8 +9,13 @@ are L2-normalised here when `normalize` is on, as the local path does
 
 Failures are of two kinds. `EmbedderUnreachable` (connection refused or cut,
 timeouts, 5xx, 429 after the retries below): the server may come back, and
-the caller pauses and tries again later. `EmbedderUnavailable` (401, 404, a
-malformed answer, vectors of the wrong width): a configuration to fix.
+the caller pauses and tries again later. `EmbedderUnavailable` (401, 403, 404,
+413, 422, a malformed answer, an answer larger than the request can need,
+vectors of the wrong width): a configuration to fix, never tried again.
+
+An answer is read as it arrives and given up past what the request can
+legitimately take (`answer_bound`): a server answering 100 MB to a batch held
++411 MiB of peak RSS while it was read whole and parsed.
 
 Leaf-ish module: the standard library, numpy, httpx (a dependency of litestar,
 so installed with the service), semantic/embedding.py, semantic/model_config.py
@@ -62,6 +67,17 @@ BACKOFF_MAX_SECONDS = 8.0
 RETRY_AFTER_MAX_SECONDS = 30.0
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 CONNECT_TIMEOUT_SECONDS = 5.0
+# What an answer of `count` vectors of `dim` numbers can take, generously: a
+# number is 8-23 characters as servers write them ("-0.012345678901234568",
+# "1.2345678e-05"), 48 leaves room for a comma and a pretty-printer's newline
+# and indent; each item's {"object": "embedding", "index": …, "embedding": […]}
+# and the envelope (model, usage) have their allowance. An answer past it is
+# read no further (a batch of 32 × 384: 650 KiB; 32 × 1024: 1.6 MiB).
+JSON_BYTES_PER_NUMBER = 48
+ANSWER_BYTES_PER_VECTOR = 256
+ANSWER_BYTES_ENVELOPE = 64 * 1024
+# An error answer is read this far: its first 200 characters are shown.
+ERROR_BYTES_READ = 4096
 # Bumped when what is sent (prefixes, truncation) or how answers are read changes.
 REMOTE_FINGERPRINT_VERSION = b"notarium-remote-1"
 _HINTS = {
@@ -130,7 +146,11 @@ class RemoteEmbedder:
         """The model the server says it used (its answer's `model`), set by `probe`."""
         self.passages_embedded = 0
         self._sleep = sleep
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Not compressed: the bytes counted against `answer_bound` are then the
+        # bytes held (a compressed chunk of 64 KiB can inflate to 64 MiB at once).
+        headers = {"Accept-Encoding": "identity"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         self._client = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_SECONDS, timeout)),
@@ -217,22 +237,39 @@ class RemoteEmbedder:
             return asked
         return float(min(BACKOFF_FIRST_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS))
 
+    def answer_bound(self, count: int) -> int:
+        """The most bytes an answer of `count` vectors is read to (see JSON_BYTES_PER_NUMBER)."""
+        per_vector = ANSWER_BYTES_PER_VECTOR + self.config.dim * JSON_BYTES_PER_NUMBER
+        return ANSWER_BYTES_ENVELOPE + count * per_vector
+
     def _post_once(self, texts: list[str]) -> dict[str, Any]:
         payload = {"model": self.model, "input": [text[: self._max_chars] for text in texts]}
+        bound = self.answer_bound(len(texts))
         try:
-            response = self._client.post(self.url, json=payload)
+            # Streamed: the answer is read a chunk at a time, and no further than `bound`.
+            with self._client.stream("POST", self.url, json=payload) as response:
+                status = response.status_code
+                if status >= 400:
+                    excerpt = _excerpt(response)
+                    if status in RETRIED_STATUSES:
+                        raise _Retryable(f"HTTP {status} {excerpt}", _retry_after(response))
+                    hint = _HINTS.get(status, "")
+                    raise EmbedderUnavailable(
+                        f"embedding server {self.url} answered HTTP {status} {excerpt}" + (f" ({hint})" if hint else "")
+                    )
+                raw = _read_at_most(response, bound)
         except httpx.TransportError as exc:  # refused, reset, timed out, cut mid-answer
             raise _Retryable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None) from exc
-        if response.status_code in RETRIED_STATUSES:
-            raise _Retryable(f"HTTP {response.status_code} {_excerpt(response)}", _retry_after(response))
-        if response.status_code >= 400:
-            hint = _HINTS.get(response.status_code, "")
+        except httpx.DecodingError as exc:  # a Content-Encoding its body does not follow
+            raise EmbedderUnavailable(f"embedding server {self.url} answered an undecodable body: {exc}") from exc
+        if raw is None:
             raise EmbedderUnavailable(
-                f"embedding server {self.url} answered HTTP {response.status_code} {_excerpt(response)}"
-                + (f" ({hint})" if hint else "")
+                f"embedding server {self.url} answered more than {bound:,} bytes for {len(texts)} vectors of"
+                f" {self.config.dim} numbers, more than such an answer can hold: read no further. Is dim"
+                f" ({self.config.dim}) the served model's, and embed_url an embeddings endpoint?"
             )
         try:
-            body = response.json()
+            body = json.loads(raw)
         except ValueError as exc:
             raise EmbedderUnavailable(f"embedding server {self.url} answered something other than JSON") from exc
         if not isinstance(body, dict):
@@ -278,8 +315,35 @@ def _retry_after(response: httpx.Response) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
+def _read_at_most(response: httpx.Response, limit: int) -> bytes | None:
+    """The streamed answer's body, or None once it is past `limit` bytes
+    (declared so, or read so): the rest is never read (closing the stream
+    drops the connection)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _excerpt(response: httpx.Response) -> str:
-    return " ".join(response.text[:200].split())
+    """The first 200 characters of an error answer, read no further than ERROR_BYTES_READ."""
+    head = b""
+    try:
+        for chunk in response.iter_bytes():
+            head += chunk[: ERROR_BYTES_READ - len(head)]
+            if len(head) >= ERROR_BYTES_READ:
+                break
+    except httpx.HTTPError:
+        pass  # cut mid-answer: the status says enough
+    text = head.decode(response.encoding or "utf-8", errors="replace")
+    return " ".join(text[:200].split())
 
 
 def load_remote_embedder(

@@ -2,7 +2,9 @@
 semantic/remote.py: real HTTP (http.server, one thread per connection), real
 vectors (the shared ONNX pack, through semantic/embedding.load_embedder), and
 faults on demand: answer 503 (with Retry-After) N times, die after N requests
-and come back on the same port, require a token, name another model.
+and come back on the same port, require a token (from the start, or after N
+answers: a token rotated mid-build), name another model, answer a body far
+larger than the request can need (streamed: what it managed to send is counted).
 
 Why not Infinity or TEI: see docs/operations.md (Embeddings from an inference
 server): Infinity's ONNX engine pulls torch and CUDA wheels, TEI is a Rust
@@ -10,6 +12,7 @@ binary or a Docker image; neither runs in our CI from a clean clone offline."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Iterator
@@ -37,6 +40,18 @@ class EmbedServer:
         self.die_after: int | None = None
         """Answered requests after which the server stops listening (a crash)."""
         self.died = threading.Event()
+        self.requests = 0
+        """Every request received, answered or refused."""
+        self.refused = 0
+        """Requests answered 401 (no token, or the wrong one)."""
+        self.token_after: tuple[int, str] | None = None
+        """(answers, token): after that many answered requests, the server requires that token."""
+        self.oversized: tuple[int, int, bool] | None = None
+        """The next request's answer: (status, bytes, declared) — that many bytes of
+        JSON numbers, streamed, with a Content-Length when `declared`, else chunked."""
+        self.oversized_sent = 0
+        """Bytes of the oversized answer the client's socket took before it was closed."""
+        self.oversized_done = threading.Event()
         self._lock = threading.Lock()
         self._http: ThreadingHTTPServer | None = None
         self.alive = False
@@ -83,6 +98,11 @@ class EmbedServer:
 
     def after_answer(self) -> None:
         with self._lock:
+            if self.token_after is not None:
+                left, token = self.token_after
+                self.token_after = (left - 1, token) if left > 1 else None
+                if left <= 1:
+                    self.token = token
             if self.die_after is None:
                 return
             self.die_after -= 1
@@ -109,9 +129,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length))
-        if self.path != "/v1/embeddings":
+        with owner._lock:
+            owner.requests += 1
+            oversized, owner.oversized = owner.oversized, None
+        if oversized is not None:
+            self._send_oversized(*oversized)
+        elif self.path != "/v1/embeddings":
             self._send(404, {"error": "not found"}, {})
         elif owner.token is not None and self.headers.get("Authorization") != f"Bearer {owner.token}":
+            with owner._lock:
+                owner.refused += 1
             self._send(401, {"error": "unauthorized"}, {})
         else:
             self._send(*owner.answer(body))
@@ -126,6 +153,35 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(raw)
+
+    def _send_oversized(self, status: int, size: int, declared: bool) -> None:
+        """`size` bytes of an embeddings answer holding one endless vector,
+        written 64 KiB at a time until done or the client closes the connection."""
+        owner = self.owner
+        head = b'{"object": "list", "model": "m", "data": [{"object": "embedding", "index": 0, "embedding": ['
+        tail = b"0.0]}]}"
+        number = b"0.012345678901234567, "
+        chunk = number * (65536 // len(number))
+        chunks, rest = divmod(size - len(head) - len(tail), len(chunk))
+        parts = itertools.chain((head,), itertools.repeat(chunk, chunks), (b" " * rest, tail))
+        self.close_connection = True
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            if declared:
+                self.send_header("Content-Length", str(size))
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in filter(None, parts):  # an empty chunk would end a chunked body
+                self.wfile.write(part if declared else b"%x\r\n%s\r\n" % (len(part), part))
+                owner.oversized_sent += len(part)
+            if not declared:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client closed the connection: what it did not take is never sent
+            pass
+        finally:
+            owner.oversized_done.set()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

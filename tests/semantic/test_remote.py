@@ -1,7 +1,8 @@
 """Embeddings from an inference server (semantic/remote.py), against a real
 OpenAI-compatible server on 127.0.0.1 embedding with the shared MiniLM pack
 (tests/semantic/embed_server.py): batching, retries, a server down at start,
-one that dies mid-build, a model change, local queries beside it."""
+one that dies mid-build, answers larger than a request can need, a model
+change, local queries beside it."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from notarium_search.semantic.remote import RemoteEmbedder, load_remote_embedder
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
 from notarium_search.types import ChannelState, FeedFilter
-from tests.conftest import Vault, eventually, models_dir
+from tests.conftest import WAIT_SECONDS, Vault, eventually, models_dir
 from tests.semantic.embed_server import EmbedServer, serving
 from tests.semantic.test_channel import expected_fragments, long_note, stored_fragments
 
@@ -118,6 +119,37 @@ def test_token_wrong_dim_and_url_forms(server: EmbedServer):
     assert remote.endpoint("http://gpu:8080") == "http://gpu:8080/v1/embeddings"
     assert remote.endpoint("http://gpu:8080/v1/") == "http://gpu:8080/v1/embeddings"
     assert remote.endpoint("http://gpu:8080/v1/embeddings") == "http://gpu:8080/v1/embeddings"
+
+
+OVERSIZED_BYTES = 100 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("status", "declared"),
+    [(200, False), (200, True), (401, False)],
+    ids=["chunked", "content-length", "error-body"],
+)
+def test_an_answer_larger_than_the_request_can_need_is_read_no_further(
+    server: EmbedServer, status: int, declared: bool
+):
+    """100 MB answered to a batch of two was read whole and parsed (+411 MiB
+    of peak RSS): now the answer is streamed and given up past the bound, and
+    the batch fails as a configuration error does (not tried again)."""
+    embedder = embedder_for(server)
+    server.oversized = (status, OVERSIZED_BYTES, declared)
+    bound = embedder.answer_bound(2)
+    assert bound < 1024 * 1024  # two vectors of 384 numbers
+    expected = "HTTP 401" if status == 401 else f"more than {bound:,} bytes for 2 vectors of 384 numbers"
+    with pytest.raises(EmbedderUnavailable, match=expected) as failed:
+        embedder.embed_passages(TEXTS[:2])
+    assert not isinstance(failed.value, EmbedderUnreachable)
+    assert server.oversized_done.wait(WAIT_SECONDS)  # the server's writes failed: the client closed
+    # What the client's socket took: the bound (or the error's first 4 KiB),
+    # plus what the two sockets' kernel buffers hold (a few MiB on loopback).
+    assert server.oversized_sent < OVERSIZED_BYTES // 4
+    assert server.requests == 2  # the probe, then this batch: not tried again
+    assert embedder.embed_passages(TEXTS[:2]).shape == (2, 384)  # the next batch is read as usual
+    embedder.close()
 
 
 def test_fingerprint_follows_the_model_not_the_host(server: EmbedServer):
