@@ -3,8 +3,10 @@ thread's work, and its queries.
 
 State machine (reported by `/status`): `building` (model loading, then
 fragments being embedded) → `ready`; `unavailable` with the reason when the
-model cannot be had. Writes happen only on the space's writer thread, in
-slices, so that lexical updates never wait for a long embedding build.
+model cannot be had, or when the embedder fails for a reason that trying
+again cannot fix (a token refused, vectors of the wrong width). Writes happen
+only on the space's writer thread, in slices, so that lexical updates never
+wait for a long embedding build.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic import search as semantic_search
-from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.storage.backoff import Backoff
@@ -138,7 +140,9 @@ class SemanticChannel:
 
     @property
     def has_work(self) -> bool:
-        return self.index is not None and self.paused is None and (self._replan is not None or self.index.has_pending)
+        if self.index is None or self.paused is not None or self.unavailable is not None:
+            return False
+        return self._replan is not None or self.index.has_pending
 
     def work_slice(self) -> None:
         """Edits' fragments first, then a slice of the plan while there is one
@@ -152,8 +156,11 @@ class SemanticChannel:
         budget = getattr(self.index.embedder, "bulk_fragments", SLICE_FRAGMENTS)
         try:
             embedded = self.index.embed_pending(budget)
-        except EmbedderUnavailable as exc:
+        except EmbedderUnreachable as exc:
             self._pause(str(exc))
+            return
+        except EmbedderUnavailable as exc:
+            self._stop(str(exc))
             return
         self._pauses.succeeded()
         if embedded and not self.index.has_pending:
@@ -176,6 +183,15 @@ class SemanticChannel:
     def resume(self) -> None:
         """End a pause: the next idle moment of the writer embeds again."""
         self.paused = None
+
+    def _stop(self, reason: str) -> None:
+        """The embedder failed for a reason trying again cannot fix (a 401,
+        vectors of the wrong width: semantic/remote.py): keep what is embedded,
+        stop asking, and say why until a restart with the configuration fixed."""
+        assert self.index is not None
+        self.index.checkpoint()
+        self.unavailable = f"embedding stopped: {reason}; not retried (a configuration to fix, then restart)"
+        log.error("semantic_stopped", space=self.space_name, reason=reason)
 
     # -- readers -----------------------------------------------------------
 
@@ -207,6 +223,11 @@ class SemanticChannel:
         return f"{building}; {self.paused}" if self.paused else building
 
     def status(self) -> ChannelStatus:
+        if self.unavailable and self.index is not None:  # stopped mid-build: where it stopped
+            embedded, pending = self.index.size(), self.index.progress.pending
+            return ChannelStatus(
+                ChannelState.UNAVAILABLE, self.unavailable, embedded=embedded, total=embedded + pending
+            )
         if self.unavailable:
             return ChannelStatus(ChannelState.UNAVAILABLE, self.unavailable)
         if self.index is None:

@@ -1,8 +1,8 @@
 """Embeddings from an inference server (semantic/remote.py), against a real
 OpenAI-compatible server on 127.0.0.1 embedding with the shared MiniLM pack
 (tests/semantic/embed_server.py): batching, retries, a server down at start,
-one that dies mid-build, answers larger than a request can need, a model
-change, local queries beside it."""
+one that dies mid-build, one that refuses its token mid-build, answers larger
+than a request can need, a model change, local queries beside it."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from notarium_search.semantic.remote import RemoteEmbedder, load_remote_embedder
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
 from notarium_search.types import ChannelState, FeedFilter
-from tests.conftest import WAIT_SECONDS, Vault, eventually, models_dir
+from tests.conftest import WAIT_SECONDS, Vault, eventually, ids, models_dir
 from tests.semantic.embed_server import EmbedServer, serving
 from tests.semantic.test_channel import expected_fragments, long_note, stored_fragments
 
@@ -253,6 +253,42 @@ def test_dies_mid_build_pauses_then_resumes_to_the_same_vectors(vault: Vault, pa
             np.testing.assert_allclose(got[fragment_id], vector, atol=1e-5)
         assert space.writer._thread is not None
         assert space.writer._thread.is_alive()
+    finally:
+        service.stop()
+        server.stop()
+
+
+def test_a_token_refused_mid_build_stops_the_build_without_retrying(vault: Vault, pack: Path, fast_retries: None):
+    """A 401 mid-build (the server's token rotated) paused the build and tried
+    again every 5 s to 5 min, for ever, status saying "paused", though a
+    configuration error is not retried: now the build stops, status says why."""
+    write_notes(vault, 12)
+    server = EmbedServer(pack, model=MINILM)
+    server.start()
+    service = remote_service(vault, server.url, embed_url_batch=4, embed_url_concurrency=1)
+    # The probe, the reference passages (semantic/calibration.py), two batches of fragments; then 401s.
+    server.token_after = (1 + math.ceil(len(REFERENCE_PASSAGES) / 4) + 2, "rotated-token")
+    try:
+        start_building(service)
+        space = service.spaces["notes"]
+        eventually(lambda: space.status().semantic.state == ChannelState.UNAVAILABLE)
+        status = space.status().semantic
+        assert status.reason is not None
+        assert "HTTP 401" in status.reason
+        assert "NOTARIUM_EMBED_TOKEN" in status.reason
+        assert "not retried" in status.reason
+        assert 0 < (status.embedded or 0) < (status.total or 0)  # where it stopped, the vectors kept
+        assert server.refused == 1
+        requests = server.requests
+        # The writer goes on with the notes (an edit is searchable) and asks the server nothing more.
+        vault.write("late.md", "---\nid: late\n---\nUne note écrite après le refus : zéphyr.\n")
+        service.reindex("notes", full=False)
+        eventually(lambda: ids(service.search("notes", "zéphyr", FeedFilter(), 10)) == ["late"])
+        assert (server.requests, server.refused) == (requests, 1)
+        response = service.search("notes", "résilience0", FeedFilter(), 10)
+        assert "HTTP 401" in response.degraded["semantic"]
+        assert space.semantic is not None
+        assert not space.semantic.has_work
     finally:
         service.stop()
         server.stop()
