@@ -20,6 +20,15 @@ class UnknownSpace(NotariumError):
     code = "unknown_space"
 
 
+class SpaceUnavailable(NotariumError):
+    """A configured space could not open (its folder unreadable, its index
+    locked by another process…): the others serve; it is tried again."""
+
+    status = 503
+    code = "space_unavailable"
+    retry_after: int | None = 5
+
+
 class NoteNotFound(NotariumError):
     status = 404
     code = "note_not_found"

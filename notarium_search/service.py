@@ -24,10 +24,12 @@ from notarium_search.errors import (
     InvalidParameter,
     NotariumError,
     NoteNotFound,
+    SpaceUnavailable,
     UnknownSpace,
 )
 from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, hits, kept
 from notarium_search.index.follower import PeerLoop
+from notarium_search.index.registry import Spaces
 from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
@@ -58,7 +60,6 @@ if TYPE_CHECKING:
     from notarium_search.types import Echo
 
 MAX_LIMIT = 100
-ELECTION_LOCK = "workers.lock"  # in the index folder: the workers open their spaces one at a time
 SORTS = ("relevance", "updated", "created")
 # A read-only service (`notarium-search search`) opens no semantic channel: it
 # would load the model (~1-2 s) for one query, against a ~0.2 s start
@@ -162,26 +163,36 @@ class Service:
         (the HTTP server's workers): each space is written by the first worker
         that takes it, and followed by the others (index/follower.py)."""
         self.settings = settings
-        if shared:
-            self.spaces = open_shared(settings)
-        else:
-            self.spaces = {config.name: Space(config, settings, read_only) for config in settings.spaces}
-        followers = [s.follower.refresh for s in self.spaces.values() if s.follower is not None]
-        writers = [s for s in self.spaces.values() if s.changes is not None]
-        self.peers = PeerLoop(followers + [s.take_requests for s in writers], [s.publish_status for s in writers])
+        self.registry = Spaces(settings, read_only=read_only, shared=shared)
+        self.peers = PeerLoop((), ())
+        for space in self.spaces.values():
+            self.peers.add(*_peer_steps(space))
         self.embedder: Embedder | None = None
         self._query_embedding = QueryEmbedding(settings.query_embed_timeout_ms)
         self.memory = MemoryTrimmer()
         self._stopping = threading.Event()
         self._model_retries = Backoff(MODEL_RETRY_FIRST_SECONDS, MODEL_RETRY_MAX_SECONDS)
 
+    @property
+    def spaces(self) -> dict[str, Space]:
+        """The spaces open now (a space that could not open joins when it does: `registry`)."""
+        return self.registry.opened
+
     def start(self) -> None:
         self.memory.start()
         for space in self.spaces.values():
             space.start()
         self.peers.start()
+        self.registry.retry(self._opened_later)
         if self.settings.vector_search:
             threading.Thread(target=self.load_model, name="model-loader", daemon=True).start()
+
+    def _opened_later(self, space: Space) -> None:
+        """A space that could not open at start did (on the registry's retry thread)."""
+        self.peers.add(*_peer_steps(space))
+        space.start()
+        if self.embedder is not None:
+            space.attach_embedder(self.embedder)
 
     def load_model(self) -> None:
         """Load the embedding model (off the request path) and hand it to every
@@ -210,6 +221,7 @@ class Service:
 
     def stop(self) -> None:
         self._stopping.set()
+        self.registry.stop()
         self._model_retries.cancel()
         self.peers.stop()
         self.memory.stop()
@@ -225,6 +237,9 @@ class Service:
 
     def space(self, name: str) -> Space:
         space = self.spaces.get(name)
+        unopened = self.registry.unopened.get(name) if space is None else None
+        if unopened is not None:
+            raise SpaceUnavailable(unopened.why)
         if space is None:
             shown = name if valid_space_name(name) and len(name) <= 64 else "(invalid name)"
             raise UnknownSpace(f"no space named {shown}; GET /spaces lists them")
@@ -235,7 +250,8 @@ class Service:
         self.space(name).request_reindex(full)
 
     def status(self) -> list[SpaceStatus]:
-        return [space.status() for space in self.spaces.values()]
+        """Every configured space's, those that could not open too (with why)."""
+        return self.registry.statuses(Space.status)
 
     def _filters(self, space: Space, filters: FeedFilter) -> FeedFilter:
         """The filters with this service's activation fields, collections checked."""
@@ -404,31 +420,14 @@ class Service:
         return [record for record in found if space.on_disk(record.note)]
 
 
-def open_shared(settings: Settings) -> dict[str, Space]:
-    """Each space as its writer when this worker takes its lock first, else as
-    a follower of the worker that did. The workers open their spaces one at a
-    time (a lock on the index folder): a follower then finds the writer's
-    index, cursor key and lock holder written. A space locked by a process
-    that is not one of this server's workers (`notarium-search index`,
-    another service) is IndexLocked, as for a lone worker."""
-    import fcntl
-
-    from notarium_search.index.folder import lock_owner
-    from notarium_search.lexical.store import IndexLocked
-
-    settings.index_dir.mkdir(parents=True, exist_ok=True)
-    spaces: dict[str, Space] = {}
-    with open(settings.index_dir / ELECTION_LOCK, "a") as election:
-        fcntl.flock(election, fcntl.LOCK_EX)  # released when closed
-        for config in settings.spaces:
-            try:
-                spaces[config.name] = Space(config, settings, share=True)
-            except IndexLocked:
-                owner = lock_owner(settings.index_dir / config.name)
-                if owner is None or owner[1] != os.getppid():
-                    raise
-                spaces[config.name] = Space(config, settings, follow=True)
-    return spaces
+def _peer_steps(space: Space) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
+    """What the peer loop runs for a space: a follower's look at its writer;
+    a shared writer's look at the others' requests, and its status published."""
+    if space.follower is not None:
+        return [space.follower.refresh], []
+    if space.changes is not None:
+        return [space.take_requests], [space.publish_status]
+    return [], []
 
 
 def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -19,6 +20,7 @@ from notarium_search.settings import Settings, SpaceConfig, log_ignored_folders
 def index_command(settings: Settings, args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from notarium_search.index.registry import why_unopened
     from notarium_search.index.space import Space
     from notarium_search.lexical.store import IndexLocked
     from notarium_search.notes.scan import SpaceUnavailable
@@ -33,8 +35,8 @@ def index_command(settings: Settings, args: argparse.Namespace) -> int:
         return EXIT_SETUP
     try:
         space = Space(config, settings, rebuild=args.full)
-    except IndexLocked as exc:
-        print(f"notarium-search: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - a lock held, a folder it may not read: one sentence, not a traceback
+        print(f"notarium-search: space {config.name}: {why_unopened(config, exc)}", file=sys.stderr)
         return 1
     stop = space.stop_event
     signal.signal(signal.SIGINT, lambda *_: stop.set())  # finish the current note, commit, exit
@@ -197,6 +199,7 @@ def _space_status(settings: Settings, config: SpaceConfig, fingerprint: str | No
     """One space's row of `status`: "complete", "partial", "not indexed" or
     "folder unavailable", each channel's state, and in `detail` what is
     missing and what to run."""
+    from notarium_search.index.registry import why_unopened
     from notarium_search.index.space import NotIndexed, Space
     from notarium_search.lexical.store import IndexUnreadable
     from notarium_search.notes.scan import SpaceUnavailable
@@ -207,12 +210,19 @@ def _space_status(settings: Settings, config: SpaceConfig, fingerprint: str | No
     try:
         space = Space(config, settings, read_only=True)
     except NotIndexed:
+        unavailable = folder_unavailable(config)
+        if unavailable is not None:
+            row.update(state="folder unavailable", detail=unavailable)
+            return row
         row["detail"] = f"run `notarium-search index {config.name}` (or start the service)"
         return row
     except (IndexUnreadable, StorageFault) as exc:
         # Read-only: reported, never repaired here (a running service may be
         # writing it this very moment; it repairs its own index).
         row.update(state="unreadable", detail=f"{exc}: the service rebuilds it, or run `notarium-search index`")
+        return row
+    except Exception as exc:  # noqa: BLE001 - one space that cannot open never stops the others' rows
+        row.update(state="unavailable", detail=why_unopened(config, exc))
         return row
     try:
         manifest = space.indexer.manifest
@@ -249,6 +259,21 @@ def _space_status(settings: Settings, config: SpaceConfig, fingerprint: str | No
     if missing:
         row["detail"] = f"{'; '.join(missing)}: run `notarium-search index {config.name}` (or start the service)"
     return row
+
+
+def folder_unavailable(config: SpaceConfig) -> str | None:
+    """Why the space's notes folder cannot be read (one sentence), or None."""
+    from notarium_search.notes.scan import SpaceUnavailable, check_root
+
+    try:
+        check_root(config.path)
+        with os.scandir(config.path):
+            pass
+    except SpaceUnavailable as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"the notes folder {config.path} cannot be listed: {exc.strerror} (the service's user needs read access)"
+    return None
 
 
 def _semantic_status(space: Any, fingerprint: str | None) -> dict[str, Any]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import errno
-import os
 import socket
 import sys
+import time
 from typing import Any
 
 from notarium_search.cli import EXIT_SETUP
@@ -15,15 +15,27 @@ from notarium_search.logsetup import configure_logging, get_logger
 from notarium_search.settings import Settings, log_ignored_folders
 
 log = get_logger(__name__)
+PORT_IN_USE = "port"
+PORT_HANDOVER_SECONDS = 5.0
+PORT_POLL_SECONDS = 0.05
 
 
 def serve_command(settings: Settings, _: argparse.Namespace) -> int:
     from notarium_search.api.server import serve, worker_count
 
     configure_logging(settings.log_level)
-    # Before anything starts: granian reported a taken port as a JSON log line
-    # from its worker, after the indexes were opened and a pass had begun.
-    taken = port_unavailable(settings.host, settings.port)
+    # Before anything starts or is written: a second service on a live index
+    # gave up only after each of its workers had failed, 12-30 s later.
+    held = index_held_elsewhere(settings)
+    if held is not None:
+        print(
+            f"notarium-search: {held}: one process writes an index; stop it, or give this one another index_dir",
+            file=sys.stderr,
+        )
+        return 1
+    # granian reported a taken port as a JSON log line from its worker, after
+    # the indexes were opened and a pass had begun.
+    taken = port_unavailable(settings.host, settings.port, waiting=previous_service_killed(settings))
     if taken is not None:
         print(f"notarium-search: {taken}", file=sys.stderr)
         return EXIT_SETUP
@@ -37,22 +49,57 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
 
     def load_app() -> Any:  # in each of the server's worker processes, which open the indexes
         from notarium_search.api.app import create_app
-        from notarium_search.lexical.store import IndexLocked
         from notarium_search.service import Service
 
-        try:
-            return create_app(settings, Service(settings, shared=shared))
-        except IndexLocked as exc:
-            print(f"notarium-search: {exc}", file=sys.stderr, flush=True)
-            os._exit(1)  # the supervisor tries once more, then stops with exit code 1
+        # A space that cannot open (locked since the check above, unreadable…)
+        # is reported and tried again (index/registry.py): never a worker that
+        # exits, which the supervisor restarts until it gives up on a crash loop.
+        return create_app(settings, Service(settings, shared=shared))
 
     return serve(settings, load_app)
 
 
-def port_unavailable(host: str, port: int) -> str | None:
+def index_held_elsewhere(settings: Settings) -> str | None:
+    """Why this service cannot write its spaces (one sentence), or None: a
+    space's lock held by a process that will not let it go (another service,
+    a script), asked before any worker starts. A holder on its way out (the
+    workers of a service whose supervisor was killed) is waited for, a
+    bounded time (index/lock.py); `notarium-search index` is not an obstacle:
+    the space opens when it finishes (index/registry.py)."""
+    from notarium_search.index.lock import held_for_good
+
+    for config in settings.spaces:
+        holder = held_for_good(settings.index_dir / config.name)
+        if holder is not None and holder.command != "index":
+            return f"space index {settings.index_dir / config.name} is in use by another process ({holder})"
+    return None
+
+
+def previous_service_killed(settings: Settings) -> bool:
+    """Whether the last writer of a space is gone without a clean stop (its
+    lock file names a process that has left): its sockets may still be
+    closing for a moment, so a taken port is looked at again."""
+    from notarium_search.index.lock import lock_holder
+
+    holders = (lock_holder(settings.index_dir / config.name) for config in settings.spaces)
+    return any(holder is not None and holder.leaving for holder in holders)
+
+
+def port_unavailable(host: str, port: int, waiting: bool = False) -> str | None:
     """Why the service could not listen on host:port (one sentence), or None.
     A probe bind, closed at once: the server binds right after (a program
-    taking the port in between still fails the server's own bind)."""
+    taking the port in between still fails the server's own bind). `waiting`:
+    a port in use is probed again for PORT_HANDOVER_SECONDS (the killed
+    service's last worker is closing it)."""
+    deadline = time.monotonic() + (PORT_HANDOVER_SECONDS if waiting else 0.0)
+    while True:
+        why = _probe_port(host, port)
+        if why is None or not why.startswith(PORT_IN_USE) or time.monotonic() >= deadline:
+            return why
+        time.sleep(PORT_POLL_SECONDS)
+
+
+def _probe_port(host: str, port: int) -> str | None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         # As servers bind: a port whose last connections linger in TIME_WAIT is free.
@@ -63,7 +110,7 @@ def port_unavailable(host: str, port: int) -> str | None:
             where = f"{host}:{port}"
             if exc.errno == errno.EADDRINUSE:
                 return (
-                    f"port {port} on {host} is already in use (another notarium-search, or another program):"
+                    f"{PORT_IN_USE} {port} on {host} is already in use (another notarium-search, or another program):"
                     f" stop it, or choose another port with NOTARIUM_PORT or `port` in the configuration"
                 )
             if exc.errno == errno.EACCES:
@@ -76,7 +123,6 @@ def port_unavailable(host: str, port: int) -> str | None:
 
 def mcp_command(settings: Settings, _: argparse.Namespace) -> int:
     from notarium_search.api.server import raise_descriptor_limit
-    from notarium_search.lexical.store import IndexLocked
     from notarium_search.mcp.server import run_stdio
 
     # stdout carries the protocol alone: logs go to stderr, which MCP clients show or keep.
@@ -85,15 +131,16 @@ def mcp_command(settings: Settings, _: argparse.Namespace) -> int:
     raise_descriptor_limit()  # it holds the indexes as `serve` does
     if not index_folders_writable(settings, settings.spaces):  # it writes them as `serve` does
         return EXIT_SETUP
-    try:
-        run_stdio(settings)
-    except IndexLocked as exc:
+    held = index_held_elsewhere(settings)
+    if held is not None:
         print(
-            f"notarium-search: {exc} (a `serve`, `index` or `mcp` on the same index): one process writes an"
+            f"notarium-search: {held} (a `serve` or `mcp` on the same index): one process writes an"
             " index; give every client the running service's /mcp endpoint instead (docs/mcp.md)",
             file=sys.stderr,
         )
         return 1
+    try:
+        run_stdio(settings)
     except KeyboardInterrupt:
         return 130
     return 0

@@ -1,61 +1,20 @@
-"""A space's index folder, besides the indexes themselves: the writer lock,
-the cursor key, and the check that the lexical index holds what its
+"""A space's index folder, besides the indexes themselves: the cursor key,
+and the check that the lexical index holds what its
 manifest says."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 from pathlib import Path
-from typing import TextIO
 
 from notarium_search.index.manifest import Manifest
 from notarium_search.lexical.cursor import KEY_BYTES, CursorCodec
-from notarium_search.lexical.store import IndexLocked, LexicalIndex
+from notarium_search.lexical.store import LexicalIndex
 from notarium_search.storage.atomic import write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 
-LOCK_FILE = "writer.lock"
 CURSOR_KEY_FILE = "cursor.key"
-
-
-def lock_space(directory: Path) -> TextIO:
-    """Take the space's writer lock (held for the space's lifetime); IndexLocked
-    if another process has it. The holder writes its process id and its
-    parent's into the file: the HTTP server's other workers read there that
-    the writer is one of them (`lock_owner`)."""
-    # Opened without truncating: a process that fails to take the lock must not erase the holder's ids.
-    handle = open(directory / LOCK_FILE, "a+")  # noqa: SIM115 - held open for the space's lifetime
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as exc:
-        handle.close()
-        raise IndexLocked(f"space index {directory} is in use by another process") from exc
-    handle.truncate(0)
-    handle.write(f"{os.getpid()} {os.getppid()}\n")
-    handle.flush()
-    return handle
-
-
-def lock_owner(directory: Path) -> tuple[int, int] | None:
-    """The process id of the lock's holder and of its parent, as it wrote them (None: unknown)."""
-    try:
-        fields = (directory / LOCK_FILE).read_text(encoding="ascii").split()
-        return int(fields[0]), int(fields[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def holds_lock(handle: TextIO, directory: Path) -> bool:
-    """Whether the lock held is still on the folder's writer.lock (same file):
-    not when the folder was deleted (and maybe made again) under us."""
-    try:
-        current = os.stat(directory / LOCK_FILE)
-    except OSError:
-        return False
-    held = os.fstat(handle.fileno())
-    return (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino)
 
 
 def cursor_codec(directory: Path, read_only: bool) -> CursorCodec:

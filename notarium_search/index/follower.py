@@ -214,11 +214,21 @@ class PeerLoop:
         self._publish = list(publish)
         self._stop = threading.Event()
         self._failures = Throttle(ROUND_FAILURE_LOG_SECONDS, clock)
+        self._started = False
         self._thread = threading.Thread(target=self._run, name="peers", daemon=True)
 
     def start(self) -> None:
-        if self._rounds or self._publish:
+        self._started = True
+        if (self._rounds or self._publish) and not self._thread.is_alive():
             self._thread.start()
+
+    def add(self, rounds: Iterable[Callable[[], None]], publish: Iterable[Callable[[], None]]) -> None:
+        """Steps of a space opened later (it could not open at first): in the
+        next round. The lists are replaced, never changed, under the running thread."""
+        self._rounds = [*self._rounds, *rounds]
+        self._publish = [*self._publish, *publish]
+        if self._started and not self._stop.is_set():
+            self.start()
 
     def stop(self) -> None:
         self._stop.set()

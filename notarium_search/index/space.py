@@ -79,7 +79,7 @@ class Space:
         self.directory = settings.index_dir / config.name
         self._lock = WriterLock(self.name, self.directory)
         manifest = Manifest.load(self.directory / "manifest.json", index_fingerprint(config, settings))
-        if read_only:  # a follower's writer made the index before it opened (service.open_shared)
+        if read_only:  # a follower's writer made the index before it opened (index/registry.py)
             if not follow and (not manifest.entries or not (self.directory / "lexical" / "meta.json").exists()):
                 raise NotIndexed(f"space {self.name} is not indexed yet: run `notarium-search index {self.name}`")
         else:
@@ -92,7 +92,8 @@ class Space:
         # back: notes lost with no error), or None; repaired below unless read-only.
         self.mismatch = index_mismatch(self.lexical, manifest)
         self.cursors = cursor_codec(self.directory, read_only)
-        self.editor_template = editor_link.template_for(config)
+        self._editor_template: str | None = None
+        self._editor_template_known = False
         self.indexer = SpaceIndexer(config, settings, self.lexical, manifest)
         self.lexical_channel = LexicalChannel(self.lexical, settings.ranking, lambda: self.indexer.progress)
         self.graph = GraphChannel(self.name, self.lexical, settings.graph_boost, settings.fusion.k)
@@ -113,7 +114,7 @@ class Space:
             # read every note's links again once.
             self.changes.record(everything=True)
         self._published: bytes | None = None
-        self.writer = Writer(self.name, self._idle_work)
+        self.writer = Writer(self.name, self._idle_work, self.directory)  # its folder: a full disk's retry looks there
         if self.semantic is not None:
             self.semantic.wake = self.writer.put  # a paused build resumes on the writer thread
         self._repair_queued = threading.Event()
@@ -371,6 +372,20 @@ class Space:
         if self.graph.enabled:
             on.append(self.graph)
         return on
+
+    @property
+    def editor_template(self) -> str | None:
+        """The space's `open_url` template (index/editor_link.py). Looked for
+        once it can be: a folder the service may not read (yet) has none, and
+        is looked at again later, instead of failing the space's open (one
+        unreadable space stopped every worker of `serve`)."""
+        if not self._editor_template_known:
+            try:
+                self._editor_template = editor_link.template_for(self.config)
+            except OSError:
+                return None
+            self._editor_template_known = True
+        return self._editor_template
 
     def open_url(self, path: str, heading: str = "", line: int | None = None) -> str | None:
         """The link that opens the note at `path` in its editor (at the match's

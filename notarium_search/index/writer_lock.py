@@ -10,7 +10,8 @@ import shutil
 from pathlib import Path
 from typing import TextIO
 
-from notarium_search.index.folder import holds_lock, lock_space, save_cursor_key
+from notarium_search.index.folder import save_cursor_key
+from notarium_search.index.lock import holds_lock, lock_space
 from notarium_search.index.manifest import Manifest
 from notarium_search.logsetup import get_logger
 

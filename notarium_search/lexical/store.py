@@ -17,17 +17,22 @@ import tantivy
 from notarium_search.lexical.analysis import Analyzers, analyzers, register_analyzers
 from notarium_search.lexical.schema import build_schema, to_document
 from notarium_search.logsetup import get_logger
-from notarium_search.storage.faults import IndexFolderMissing, StorageFault, describe, is_lock_busy, is_passing
+from notarium_search.storage.faults import (
+    IndexFolderMissing,
+    IndexLocked,
+    StorageFault,
+    describe,
+    is_lock_busy,
+    is_passing,
+)
 from notarium_search.types import ParsedNote
+
+__all__ = ["IndexLocked", "IndexUnreadable", "LexicalIndex", "WriterFailed"]  # IndexLocked: storage/faults.py
 
 WRITER_HEAP_BYTES = 64_000_000  # Tantivy's per-writer buffer; 1 thread keeps RSS low
 WRITER_THREADS = 1
 
 log = get_logger(__name__)
-
-
-class IndexLocked(RuntimeError):
-    """Another process (a running service, or `notarium-search index`) holds the writer lock."""
 
 
 class IndexUnreadable(RuntimeError):

@@ -271,7 +271,13 @@ def _space_help(names: list[str]) -> str:
 
 
 def _instructions(service: Service) -> str:
-    spaces = ", ".join(f"{name} ({space.config.language})" for name, space in service.spaces.items())
+    unopened = service.registry.unopened
+    spaces = ", ".join(
+        f"{c.name} ({c.language})"
+        if c.name not in unopened
+        else f"{c.name} (could not open: {unopened[c.name].reason})"
+        for c in service.settings.spaces
+    )
     return (
         f"Search and read the user's Markdown notes (Obsidian/Zettelkasten vaults). Spaces: {spaces}. "
         "Start with search_notes; open a note with get_note; get_related surfaces notes that resonate with one; "

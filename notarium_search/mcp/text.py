@@ -28,19 +28,30 @@ FRONTMATTER_PREVIEW_CHARS = 300  # per note in query_frontmatter's text; the str
 MARK = "**"  # around highlighted words: Markdown bold, which assistants read as emphasis
 
 
-def search_text(space_name: str, response: SearchResponse, lexical_only: str | None, indexed: int | None = None) -> str:
+def search_text(
+    space_name: str,
+    response: SearchResponse,
+    lexical_only: str | None,
+    indexed: int | None = None,
+    stalled: str | None = None,
+) -> str:
     """`indexed`: how many notes the space's index holds, said while it is
-    partial (what was searched), since none of its "no note…" is final then."""
+    partial (what was searched), since none of its "no note…" is final then.
+    `stalled`: why indexing cannot go on (the space's folder unreadable…):
+    said instead of "under way", which would never end."""
     found = len(response.results)
     channels = ", ".join(response.channels_used) or "none"
     searched = f'"{response.query}"'
     if found:
         head = f"{_notes(found)} for {searched} in space {space_name}, best first (channels: {channels})."
     elif response.partial:
-        head = f"Indexing is under way in space {space_name}: searched {searched} in {_so_far(indexed)}; none matches."
+        indexing = "stopped" if stalled else "under way"
+        head = f"Indexing is {indexing} in space {space_name}: searched {searched} in {_so_far(indexed)}; none matches."
     else:
         head = f"No note matches {searched} in space {space_name}."
     lines = [head]
+    if response.partial and stalled:
+        lines.append(f"Indexing cannot go on: {stalled}.")
     if response.filters:
         lines.append("Filters typed in the query: " + ", ".join(f"{f.name}:{f.value}" for f in response.filters) + ".")
     if lexical_only:

@@ -66,7 +66,8 @@ class NotesTools:
 
     @property
     def space_names(self) -> list[str]:
-        return list(self.service.spaces)
+        """Every configured space: one that could not open answers why (service.space)."""
+        return [config.name for config in self.service.settings.spaces]
 
     def space_name(self, space: str | None) -> str:
         """`space`, checked; the only space when none is given."""
@@ -78,7 +79,7 @@ class NotesTools:
             if len(names) == 1:
                 return names[0]
             raise ToolFailure(f"several spaces are configured: give `space`, one of: {listed}")
-        if space not in self.service.spaces:
+        if space not in names:
             raise ToolFailure(f"unknown space {space[:100]!r}; the spaces are: {listed}")
         return space
 
@@ -104,7 +105,8 @@ class NotesTools:
         lexical_only = self._lexical_only(response.channels_used, response.degraded)
         data = SearchNotesOutput(**fields_of(search_body(response)), space=name, lexical_only=lexical_only)
         indexed = self._indexed(name) if response.partial else None
-        return ToolOutput(search_text(name, response, lexical_only, indexed), _json(data))
+        stalled = self.service.space(name).status().lexical.error if response.partial else None
+        return ToolOutput(search_text(name, response, lexical_only, indexed, stalled), _json(data))
 
     def _indexed(self, name: str) -> int:
         """How many notes the space's index holds now: what a search of a

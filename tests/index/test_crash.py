@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from bench.perf_lexical import free_port, server_env
-from notarium_search.index.folder import LOCK_FILE
+from notarium_search.index.lock import LOCK_FILE
 from notarium_search.lexical import search as lexical
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig

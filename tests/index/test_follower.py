@@ -6,13 +6,15 @@ the writer lock is taken once, as between processes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from dataclasses import replace
 
 import pytest
 
+from notarium_search.errors import SpaceUnavailable
 from notarium_search.index import sharing
-from notarium_search.index.folder import LOCK_FILE
-from notarium_search.lexical.store import IndexLocked
+from notarium_search.index.lock import LOCK_FILE
 from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.follower import FollowedSemanticChannel
 from notarium_search.service import Service
@@ -102,14 +104,27 @@ def test_a_new_writer_takes_over_and_followers_keep_following(vault: Vault):
 
 def test_a_space_locked_by_another_program_is_not_followed(vault: Vault):
     """`notarium-search index` (or another service) holds the lock: not one of
-    this server's workers, so the worker stops as a lone one does."""
+    this server's workers, so the space is not followed: it is reported with
+    who holds it, and the worker serves the others."""
     vault.write("a.md", note("a", "premier"))
+    vault.write("b.md", note("b", "second"), space="other")
     holder = Service(vault.settings(watch=False), shared=True)
+    program = subprocess.Popen(["sleep", "600"])  # alive, and still the child of this process
     try:
-        (vault.index_dir / "notes" / LOCK_FILE).write_text("1 1\n")  # a holder whose parent is not ours
-        with pytest.raises(IndexLocked):
-            Service(vault.settings(watch=False), shared=True)
+        (vault.index_dir / "notes" / LOCK_FILE).write_text(f"{program.pid} {os.getpid()} index\n")
+        worker = Service(vault.settings(watch=False), shared=True)
+        try:
+            assert "notes" not in worker.spaces
+            assert worker.spaces["other"].follower is not None  # the other space is followed as usual
+            reason = worker.registry.unopened["notes"].reason
+            assert f"in use by another process (`notarium-search index`, pid {program.pid})" in reason
+            with pytest.raises(SpaceUnavailable, match="could not open"):
+                worker.space("notes")
+        finally:
+            worker.stop()
     finally:
+        program.kill()
+        program.wait()
         holder.stop()
 
 

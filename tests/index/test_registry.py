@@ -1,0 +1,54 @@
+"""Each space opened on its own (index/registry.py): one that cannot open is
+reported with why and tried again, while the others serve."""
+
+from __future__ import annotations
+
+import pytest
+
+from notarium_search.errors import SpaceUnavailable
+from notarium_search.index import registry
+from notarium_search.service import Service
+from notarium_search.types import FeedFilter, IndexState
+from tests.conftest import Vault, eventually
+
+
+def ids(service: Service, space: str, query: str) -> list[str]:
+    return [hit.note.id for hit in service.search(space, query, FeedFilter(), 10).results]
+
+
+def test_a_space_that_cannot_open_is_reported_and_tried_again(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(registry, "RETRY_FIRST_SECONDS", 0.05)
+    vault.write("a.md", "---\nid: a\n---\nun café\n", space="good")
+    vault.write("b.md", "---\nid: b\n---\nun thé\n", space="broken")
+    vault.index_dir.mkdir()
+    (vault.index_dir / "broken").write_text("a file where its index folder goes")  # the open fails
+    service = Service(vault.settings(watch=False))
+    try:
+        assert list(service.spaces) == ["good"]
+        statuses = {s.space: s for s in service.status()}
+        assert list(statuses) == ["broken", "good"]  # every configured space, in order
+        broken = statuses["broken"]
+        assert broken.lexical.state == IndexState.FAILED
+        assert "could not open" in (broken.lexical.error or "")
+        assert str(vault.index_dir / "broken") in (broken.lexical.error or "")
+        with pytest.raises(SpaceUnavailable, match="could not open"):
+            service.search("broken", "thé", FeedFilter(), 10)
+        service.start()
+        assert service.spaces["good"].wait_ready(60)
+        assert ids(service, "good", "café") == ["a"]
+        assert "tried again in" in (next(s for s in service.status() if s.space == "broken").lexical.error or "")
+
+        (vault.index_dir / "broken").unlink()  # fixed: the next try opens it, the service indexes it
+        eventually(lambda: "broken" in service.spaces)
+        assert service.spaces["broken"].wait_ready(60)
+        assert ids(service, "broken", "thé") == ["b"]
+        assert not service.registry.unopened
+    finally:
+        service.stop()
+
+
+def test_a_read_only_process_is_told_why_at_once(vault: Vault):
+    """`notarium-search search` asks for one space: it fails with the reason instead of answering empty."""
+    vault.write("a.md", "texte\n")
+    with pytest.raises(Exception, match="not indexed yet"):
+        Service(vault.settings(), read_only=True)

@@ -1,0 +1,168 @@
+"""One sub-folder of the spaces root that the service's user may not read
+(mode 700, another owner): every command goes on with the other spaces and
+says why that one cannot be read. It made `serve` crash-loop and exit, `mcp`
+exit before `initialize`, and `index` print a PermissionError traceback
+(`.obsidian` looked for in the folder as the space opened).
+
+Root reads every folder whatever its mode: as root, the commands run without
+that privilege (setpriv drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH), as
+the service's user does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.api.test_server import STARTUP_SECONDS, free_port
+from tests.conftest import Vault, eventually
+
+ROOT = Path(__file__).resolve().parent.parent
+NOBODY = 65534
+
+
+@pytest.fixture
+def vault_with_a_locked_folder(vault: Vault) -> Iterator[Vault]:
+    vault.write("cafe.md", "---\nid: cafe\n---\nLe café du matin.\n", space="good")
+    vault.write("secret.md", "---\nid: secret\n---\nLe café secret.\n", space="locked")
+    vault.write(".obsidian/app.json", "{}", space="locked")  # an Obsidian vault: its link template is looked for
+    locked = vault.root / "locked"
+    if os.geteuid() == 0:
+        for path in [locked, *locked.rglob("*")]:
+            os.chown(path, NOBODY, NOBODY)
+        locked.chmod(0o700)
+    else:
+        locked.chmod(0)
+    yield vault
+    locked.chmod(0o755)
+
+
+def unprivileged() -> list[str]:
+    """The prefix that runs a command without root's override of file permissions."""
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-all"]
+
+
+def command_env(vault: Vault, tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
+    env.pop("NOTARIUM_CONFIG", None)
+    return {**env, **extra}
+
+
+def run(args: list[str], vault: Vault, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*unprivileged(), sys.executable, "-m", "notarium_search", *args],
+        env=command_env(vault, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_SECONDS,
+        check=False,
+    )
+
+
+def test_index_and_status_say_why_one_space_cannot_be_read(vault_with_a_locked_folder: Vault, tmp_path: Path):
+    vault = vault_with_a_locked_folder
+    locked = run(["index", "locked"], vault, tmp_path)
+    assert locked.returncode == 1
+    assert "Traceback" not in locked.stderr
+    assert f"the notes folder {vault.root / 'locked'} cannot be listed: Permission denied" in locked.stderr
+    good = run(["index", "good"], vault, tmp_path)
+    assert good.returncode == 0, good.stderr
+    status = run(["status", "--json"], vault, tmp_path)
+    assert status.returncode == 0, status.stderr
+    rows = {row["space"]: row for row in json.loads(status.stdout)["spaces"]}
+    assert rows["good"]["state"] == "complete"
+    assert rows["locked"]["state"] == "folder unavailable"
+    assert "Permission denied" in rows["locked"]["detail"]
+
+
+def test_serve_keeps_serving_the_other_spaces_and_picks_the_folder_up_once_readable(
+    vault_with_a_locked_folder: Vault, tmp_path: Path
+):
+    vault = vault_with_a_locked_folder
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(
+            [*unprivileged(), sys.executable, "-m", "notarium_search", "serve"],
+            env=command_env(vault, tmp_path, NOTARIUM_PORT=str(port), NOTARIUM_WORKERS="2"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+
+            def status() -> dict[str, Any]:
+                try:
+                    answer = client.get("/status")
+                except httpx.TransportError:
+                    return {}
+                return {s["space"]: s for s in answer.json()["spaces"]} if answer.status_code == 200 else {}
+
+            def reported() -> bool:
+                assert server.poll() is None, log_path.read_text()  # never a crash loop
+                spaces = status()
+                return bool(spaces) and spaces["good"]["lexical"]["state"] == "ready" and bool(
+                    spaces["locked"]["lexical"]["error"]
+                )
+
+            eventually(reported, timeout=STARTUP_SECONDS)
+            assert "Permission denied" in status()["locked"]["lexical"]["error"]
+            found = client.get("/spaces/good/search", params={"q": "café"}).json()
+            assert [hit["id"] for hit in found["results"]] == ["cafe"]
+            assert client.get("/spaces/locked/search", params={"q": "café"}).json()["partial"] is True
+
+            # Made readable: the retries pick it up, without a restart.
+            (vault.root / "locked").chmod(0o755)
+            for path in (vault.root / "locked").rglob("*"):
+                path.chmod(0o755 if path.is_dir() else 0o644)
+
+            def searchable() -> bool:
+                answer = client.get("/spaces/locked/search", params={"q": "secret"}).json()
+                return [hit["id"] for hit in answer["results"]] == ["secret"]
+
+            eventually(searchable, timeout=STARTUP_SECONDS)
+        assert server.poll() is None
+    finally:
+        server.terminate()
+        server.wait(timeout=STARTUP_SECONDS)
+    assert "crash loop" not in log_path.read_text()
+
+
+def test_mcp_answers_and_searches_the_other_spaces(vault_with_a_locked_folder: Vault, tmp_path: Path):
+    vault = vault_with_a_locked_folder
+    prefix = unprivileged()
+    command = [*prefix, sys.executable, "-m", "notarium_search", "mcp"]
+    params = StdioServerParameters(
+        command=command[0], args=command[1:], env=command_env(vault, tmp_path, NOTARIUM_WORKERS="1"), cwd=ROOT
+    )
+
+    async def session_checks() -> None:
+        with open(tmp_path / "stderr.log", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                with anyio.fail_after(STARTUP_SECONDS):
+                    while True:
+                        result = await session.call_tool("search_notes", {"query": "café", "space": "good"})
+                        data = result.structured_content or {}
+                        if not data.get("partial", True):
+                            break
+                        await anyio.sleep(0.1)
+                assert [hit["id"] for hit in data["results"]] == ["cafe"]
+                locked = await session.call_tool("search_notes", {"query": "café", "space": "locked"})
+                text = "\n".join(getattr(block, "text", "") for block in locked.content)
+                assert "Permission denied" in text, text
+
+    anyio.run(session_checks)
