@@ -114,8 +114,10 @@ def test_serve_keeps_serving_the_other_spaces_and_picks_the_folder_up_once_reada
             def reported() -> bool:
                 assert server.poll() is None, log_path.read_text()  # never a crash loop
                 spaces = status()
-                return bool(spaces) and spaces["good"]["lexical"]["state"] == "ready" and bool(
-                    spaces["locked"]["lexical"]["error"]
+                return (
+                    bool(spaces)
+                    and spaces["good"]["lexical"]["state"] == "ready"
+                    and bool(spaces["locked"]["lexical"]["error"])
                 )
 
             eventually(reported, timeout=STARTUP_SECONDS)
