@@ -60,10 +60,6 @@ CGROUP = Path("/sys/fs/cgroup")
 HANDLERS_WAIT_SECONDS = 60.0  # for granian's worker handlers, after the app is built
 STOPS = {signal.SIGINT, signal.SIGTERM}
 ORPHAN_CHECK_SECONDS = 1.0
-# A worker whose supervisor died stops gracefully within this, or is ended
-# (its tracebacks on stderr): a graceful stop takes ~0.5 s, bounded by
-# header_timeout (3 s by default) plus the spaces' stop.
-ORPHAN_GRACE_SECONDS = 30.0
 # A worker none of whose Python code could run for this long is ended, and
 # replaced by the supervisor: nothing the service does holds the GIL that long.
 STUCK_SECONDS = 60.0
@@ -237,21 +233,24 @@ _FORKED = _Forked()
 
 
 def _die_with(parent: int) -> None:
-    """The worker is stopped (SIGTERM, gracefully) when the supervisor dies,
-    even by SIGKILL: no orphan keeps the port and the index lock. On Linux
-    the kernel sends it (PR_SET_PDEATHSIG). A watchdog also makes sure the
-    process ends: with two workers, one outlived its killed supervisor with
-    every thread stopped (2 times in 10): its main thread in granian's signal
-    handler, stuck in granian's own code without letting go of the GIL, so
-    no Python code of ours could run either. faulthandler's timer runs
-    without the GIL: re-armed every second while the supervisor lives, it
-    ends a worker stuck for STUCK_SECONDS (the supervisor then starts
-    another); once the supervisor is gone, it ends the worker
-    ORPHAN_GRACE_SECONDS later, whatever else happens."""
+    """The worker is killed (SIGKILL) when the supervisor dies, even by
+    SIGKILL: no orphan keeps the port and the index lock. On Linux the kernel
+    sends it (PR_SET_PDEATHSIG). It was SIGTERM, for a graceful stop, but a
+    worker could then hang in granian's signal handler, holding the GIL, until
+    the watchdog below ended it (60 s), still holding the index lock: a service
+    restarted meanwhile failed to take it and its supervisor gave up on a crash
+    loop. Nothing is lost by the kill: a commit is atomic, one cut short is
+    redone from the manifest's journal (index/manifest.py), and a new writer
+    waits for a lock whose holder is on its way out (index/lock.py).
+
+    A watchdog also ends a worker none of whose Python code could run for
+    STUCK_SECONDS (the supervisor then starts another): faulthandler's timer
+    runs without the GIL, re-armed every second. Where PR_SET_PDEATHSIG does
+    not exist, the same thread ends an orphan within ORPHAN_CHECK_SECONDS."""
     if sys.platform == "linux":
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the supervisor died before the prctl
         os._exit(1)
 
@@ -259,9 +258,7 @@ def _die_with(parent: int) -> None:
         while os.getppid() == parent:
             faulthandler.dump_traceback_later(STUCK_SECONDS, exit=True)
             time.sleep(ORPHAN_CHECK_SECONDS)
-        # The kernel's SIGTERM is under way; another one made granian's handler
-        # hang in 2 stops of 10 (granian 2.8.9): none is sent from here.
-        faulthandler.dump_traceback_later(ORPHAN_GRACE_SECONDS, exit=True)
-        log.warning("supervisor_gone", action="stopping", exit_within_seconds=ORPHAN_GRACE_SECONDS)
+        log.warning("supervisor_gone", action="exiting")
+        os._exit(1)
 
     threading.Thread(target=watch, name="orphan-watch", daemon=True).start()

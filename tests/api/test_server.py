@@ -556,8 +556,8 @@ def test_a_killed_supervisor_takes_its_worker_and_the_index_lock_with_it(vault: 
             except FileNotFoundError:
                 return True
 
-        # The worker stops gracefully on PDEATHSIG: it releases the lock while
-        # it stops, a moment before it exits (asserting both at once raced).
+        # The kernel kills the worker (PDEATHSIG): its lock is released as it
+        # exits, a moment before it is a zombie (asserting both at once raced).
         for worker in workers:
             eventually(lambda: worker_gone(worker), timeout=STARTUP_SECONDS)  # noqa: B023 - waited for at once
     finally:
