@@ -62,7 +62,7 @@ def test_a_supervisor_killed_mid_build_then_restarted_at_once(vault: Vault, tmp_
                     return False
                 lexical_status = spaces[0]["lexical"]
                 assert lexical_status["state"] != "ready", "the build ended before it was caught: more notes"
-                return lexical_status["state"] == "building" and lexical_status["indexed"] > 0
+                return bool(lexical_status["state"] == "building" and lexical_status["indexed"] > 0)
 
             eventually(building, timeout=STARTUP_SECONDS)
         workers = first.workers()
