@@ -3,8 +3,9 @@ server's other workers): it embeds queries with its own copy of the model,
 and answers from the vectors the writer checkpoints, read again whenever the
 writer's manifest changes. It never plans, embeds notes or writes.
 
-It is ready when the writer says its channel is ready and the vectors are
-read: while the writer builds, its own answers are lexical too.
+It answers once it has read vectors of the writer: complete when the writer
+says its channel is ready; while the writer builds, from the vectors of its
+last checkpoint, with a caveat saying the answer is partial.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
-from notarium_search.semantic.channel import SemanticChannel
+from notarium_search.semantic.channel import PARTIAL_WEIGHT_POWER, SemanticChannel
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.storage.faults import StorageFault
@@ -78,8 +79,14 @@ class FollowedSemanticChannel(SemanticChannel):
     # -- readers -----------------------------------------------------------
 
     @property
-    def ready(self) -> bool:
+    def complete(self) -> bool:
         return self.index is not None and self.published.state == ChannelState.READY
+
+    @property
+    def ready(self) -> bool:
+        if self.unavailable is not None or self.index is None:
+            return False
+        return self.complete or (self.published.state == ChannelState.BUILDING and self.index.size() > 0)
 
     @property
     def building(self) -> bool:
@@ -102,6 +109,27 @@ class FollowedSemanticChannel(SemanticChannel):
     def status(self) -> ChannelStatus:
         if self.unavailable:
             return ChannelStatus(ChannelState.UNAVAILABLE, self.unavailable)
-        if self.published.state == ChannelState.READY and not self.ready:
+        if self.published.state == ChannelState.READY and not self.complete:
             return ChannelStatus(ChannelState.BUILDING, self.why_not_ready())
         return self.published
+
+    def coverage(self) -> float:
+        """The share of the fragments in the vectors read: the writer's last
+        checkpoint, against what its status says is still pending."""
+        if self.complete or self.index is None:
+            return 1.0
+        state = self.published
+        size = self.index.size()
+        pending = max((state.total or 0) - (state.embedded or 0), 0)
+        return size / max(size + pending, 1)
+
+    def partial(self) -> str | None:
+        if self.complete or self.index is None:
+            return None
+        state = self.published
+        progress = f" ({state.embedded or 0}/{state.total} fragments embedded)" if state.total else ""
+        return (
+            f"partial: answered from the {self.index.size()} fragments the writer has saved so far, the index"
+            f" building{progress}: notes not yet embedded are missing or matched on part of their text;"
+            f" weighed {self.coverage() ** PARTIAL_WEIGHT_POWER:.2f} in fusion (the share embedded, squared)"
+        )

@@ -17,12 +17,14 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
+from notarium_search.errors import ChannelUnavailable
 from notarium_search.lexical import search as lexical
 from notarium_search.semantic.channel import PLANNING
 from notarium_search.semantic.chunking import chunk_note
 from notarium_search.semantic.embedding import load_embedder
+from notarium_search.semantic.follower import FollowedSemanticChannel
 from notarium_search.service import Service
-from notarium_search.types import ChannelState, FeedFilter
+from notarium_search.types import ChannelQuery, ChannelState, ChannelStatus, FeedFilter
 from tests.conftest import WAIT_SECONDS, HashEmbedder, Vault, build_semantic, ids, models_dir
 
 NO_FILTER = FeedFilter()
@@ -224,28 +226,133 @@ def test_query_past_its_deadline_degrades(vault: Vault):
     assert "longer than 20 ms" in response.degraded["semantic"]
 
 
-def test_building_status_and_lexical_fallback(vault: Vault):
+def test_building_status_and_partial_answers(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    from notarium_search.semantic import channel as space_channel
+
+    monkeypatch.setattr(space_channel, "SLICE_FRAGMENTS", 8)
     for i in range(6):
         vault.write(f"n{i}.md", long_note(f"n{i}", "résilience", paragraphs=6))
     service = vault.service(vector_search=True)
     space = service.spaces["notes"]
     assert space.status().semantic.state == ChannelState.BUILDING  # model loading
     assert space.status().message == "Building search index…"
-    assert space.semantic is not None
-    space.semantic.attach(HashEmbedder())
-    space.semantic.work_slice()
+    semantic = space.semantic
+    assert semantic is not None
+    service.embedder = embedder = HashEmbedder()
+    semantic.attach(embedder)
+    semantic.work_slice()
+    assert semantic.index is not None
+    assert semantic.has_work
     status = space.status().semantic
-    if space.semantic.has_work:
-        assert status.state == ChannelState.BUILDING
-        assert status.embedded is not None
-        assert status.total is not None
-        assert 0 < status.embedded < status.total
-        response = service.search("notes", "résilience", NO_FILTER, 10)
-        assert "index building" in response.degraded["semantic"]
-    while space.semantic.has_work:
-        space.semantic.work_slice()
+    assert status.state == ChannelState.BUILDING
+    assert space.status().message == "Building search index…"
+    assert status.embedded is not None
+    assert status.total is not None
+    assert 0 < status.embedded < status.total
+    # It answers from the fragments it has, partial, weighed by the share embedded, squared.
+    response = service.search("notes", "résilience", NO_FILTER, 10)
+    assert response.channels_used == ("lexical", "semantic")
+    assert "semantic" not in response.degraded
+    assert "partial: answered from the 8 fragments embedded so far" in response.caveats["semantic"]
+    share = 8 / status.total
+    query = ChannelQuery("résilience", NO_FILTER, 10, 10, vector=embedder.embed_query("résilience"))
+    assert semantic.search(query).weight == pytest.approx(share**2)
+    assert f"weighed {share**2:.2f} in fusion" in response.caveats["semantic"]
+    while semantic.has_work:
+        semantic.work_slice()
     assert space.status().semantic.state == ChannelState.READY
     assert space.status().message is None
+    assert semantic.search(query).weight == 1.0
+    assert "semantic" not in service.search("notes", "résilience", NO_FILTER, 10).caveats
+    service.stop()
+
+
+ENGLISH_NOTES = {
+    "cats": "Cats purr and sleep in the sun all afternoon.",
+    "ships": "Container ships cross the ocean with cargo.",
+    "bread": "Bake the sourdough loaf in a hot oven after a long cold fermentation.",
+}
+
+
+def english_note(note_id: str, body: str) -> str:
+    return f"---\nid: {note_id}\ntitle: {note_id}\n---\n{body}\n"
+
+
+def test_fragments_waiting_for_their_embedding_leave_the_channel_answering(vault: Vault):
+    """One fragment not yet embedded (an edit, in a space whose vectors were
+    all there) turned the semantic channel off for every query: answers were
+    lexical until it was embedded, or for as long as an embedding server was
+    down. Now the channel answers from the vectors it has, partial, and status
+    says it is building (the real MiniLM)."""
+    for note_id, body in ENGLISH_NOTES.items():
+        vault.write(f"{note_id}.md", english_note(note_id, body), space="en-notes")
+    service = vault.service(vector_search=True)
+    build_semantic(service, load_embedder(models_dir() / "all-minilm-l6-v2-int8"))
+    space = service.spaces["en-notes"]
+    semantic = space.semantic
+    assert semantic is not None
+    assert semantic.index is not None
+    vault.write("dogs.md", english_note("dogs", "A puppy chews a bone in the garden."), space="en-notes")
+    space._reconcile_job()  # the edit's fragment waits: the writer has not had an idle moment
+    assert semantic.index.progress.pending == 1
+    status = space.status().semantic
+    assert status.state == ChannelState.BUILDING
+    assert (status.total or 0) - (status.embedded or 0) == 1
+    assert space.status().message == "Building search index…"
+    response = service.search("en-notes", "a kitten dozing", NO_FILTER, 4)
+    assert response.channels_used == ("lexical", "semantic")
+    assert response.degraded == {}
+    assert ids(response)[0] == "cats"  # no word in common: found by meaning
+    caveat = response.caveats["semantic"]
+    assert "partial: answered from the 3 fragments embedded so far, 1 more waiting" in caveat
+    assert "weighed 0.56 in fusion" in caveat  # (3 / 4)²
+    dogs = service.search("en-notes", "a young dog with a bone", NO_FILTER, 4)
+    assert "semantic" in dogs.channels_used
+    assert all("semantic" not in hit.channels for hit in dogs.results if hit.note.id == "dogs")  # not embedded yet
+    with pytest.raises(ChannelUnavailable, match="index building: 3/4 fragments embedded"):
+        service.related("en-notes", "cats", 2)  # related notes wait for the whole build
+    while semantic.has_work:
+        semantic.work_slice()
+    assert space.status().semantic.state == ChannelState.READY
+    dogs = service.search("en-notes", "a young dog with a bone", NO_FILTER, 4)
+    assert ids(dogs)[0] == "dogs"
+    assert "semantic" in dogs.results[0].channels
+    assert "partial" not in dogs.caveats.get("semantic", "")
+    assert service.related("en-notes", "cats", 2)
+    service.stop()
+
+
+def test_a_follower_answers_from_the_writers_last_checkpoint_while_it_builds(vault: Vault):
+    """A worker following another's writer answered lexically until the writer's
+    whole build was done; it now answers from the vectors of its last checkpoint."""
+    for note_id, body in ENGLISH_NOTES.items():
+        vault.write(f"{note_id}.md", english_note(note_id, body), space="en-notes")
+    service = vault.service(vector_search=True)
+    embedder = load_embedder(models_dir() / "all-minilm-l6-v2-int8")
+    build_semantic(service, embedder)
+    space = service.spaces["en-notes"]
+    follower = FollowedSemanticChannel(space.name, space.directory / "vectors", space.lexical)
+    follower.attach(embedder)
+    assert follower.refresh(ChannelStatus(ChannelState.BUILDING, None, embedded=3, total=5))
+    assert follower.ready  # it answered lexically until the writer's build was done
+    assert follower.building
+    assert not follower.complete
+    assert follower.status().state == ChannelState.BUILDING
+    query = ChannelQuery("a kitten dozing", NO_FILTER, 3, 3, vector=embedder.embed_query("a kitten dozing"))
+    result = follower.search(query)
+    assert result.hits[0].note_id == "cats"
+    caveat = follower.caveat(result)
+    assert caveat is not None
+    assert "partial: answered from the 3 fragments the writer has saved so far" in caveat
+    assert "(3/5 fragments embedded)" in caveat
+    assert "weighed 0.36 in fusion" in caveat  # 3 read, 2 pending: (3 / 5)²
+    with pytest.raises(ChannelUnavailable):
+        follower.related("cats", 2, 0.0)
+    follower.refresh(ChannelStatus(ChannelState.READY, None, embedded=3, total=3))
+    assert (follower.ready, follower.building, follower.complete) == (True, False, True)
+    assert "partial" not in (follower.caveat(follower.search(query)) or "")
+    follower.refresh(ChannelStatus(ChannelState.UNAVAILABLE, "embedding stopped: HTTP 401"))
+    assert not follower.ready
     service.stop()
 
 
