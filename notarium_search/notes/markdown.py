@@ -1,4 +1,4 @@
-"""Markdown body → plain text, headings, inline tags and wiki-links.
+r"""Markdown body → plain text, headings, inline tags and wiki-links.
 
 Pure functions over strings, no I/O. Regular expressions rather than a full
 CommonMark parser: the index needs words, not a rendering, and notes written
@@ -6,14 +6,27 @@ in Obsidian dialects (wiki-links, `#tags`, callouts) trip strict parsers.
 
 Code is set aside first (fenced blocks and inline spans, found in linear
 time) and put back verbatim at the end, so no prose rule ever rewrites it.
-Every pattern used on prose is linear: emphasis markers are dropped where
-they touch a word instead of being paired (pairing rescans to the end of the
-text from every unclosed opener).
+
+Everything here runs in time linear in the note (issue 28: one note whose
+parse never ends stops its space's indexing for good). The rule: no pattern
+may rescan the same stretch of text from each of many starting points, as
+`[^\]\n]*` did from every `[` of a run (20,000 `[`: 3.6 s, 4x the text 16x
+the time), `<!--.*?-->` from every unclosed `<!--`, a lazy `.+?` before
+`[ \t#]*$`, or two `[ \t]*` around an optional `\|`. So emphasis markers are
+dropped where they touch a word instead of being paired (pairing rescans to
+the end of the text from every unclosed opener); a link's label holds no `[`
+in the pattern, and the earlier `[` that would have opened it is found after
+(`_md_links`); comments close at the next closer found by `str.find`, or never
+(`_without_comments`); a heading's trailing `#`s are cut by `rstrip`. The
+tests of tests/notes/test_pathological.py run a million characters of each
+such shape through it.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from notarium_search.types import WikiLink
@@ -25,13 +38,22 @@ _PLACEHOLDER_RE = re.compile("[\ue000\ue002](\\d+)[\ue001\ue003]")
 
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n?(.*?)(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
 _BACKTICKS_RE = re.compile(r"`+")
-_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+_PARAGRAPH_BREAK_RE = re.compile(r"\n(?=\n)")
+# An ATX heading's line; its text is cut from the rest by `_heading_raw` (the
+# pattern read `(.+?)[ \t#]*$`: from each length of `.+?` the rest of the line
+# again, 35 s for `# # # … x` at 80,000 characters).
+_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})([ \t]+)([^\n]*)", re.M)
 _WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
-_MD_LINK_RE = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")
+# `[label](destination)`, the label without `[`: `_md_links` widens a match to
+# the earliest `[` that opens the same label (`[^\]\n]*` from every `[` of a
+# run rescanned it to the end of the line: 3.6 s at 20,000 `[`).
+_MD_LINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")
 _AUTOLINK_RE = re.compile(r"<((?:https?|ftp|mailto):[^<>\s]+)>")
 _HTML_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]*)?/?>")
-_HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
-_OBSIDIAN_COMMENT_RE = re.compile(r"%%.*?%%", re.S)
+# Comments (`<!-- … -->`, Obsidian's `%% … %%`) are cut by `_without_comments`,
+# not by `<!--.*?-->`: from each of 20,000 unclosed `<!--` that pattern read the
+# rest of the text (0.6 s; 10.5 s at 80,000).
+_COMMENTS = (("<!--", "-->"), ("%%", "%%"))
 # A tag starts after whitespace or an opening bracket, never inside a word or
 # URL, with a letter or `_` (Obsidian's rule: `#2024` is not a tag, `#2024a` is).
 _TAG_RE = re.compile(r"(?:^|(?<=[\s(\[]))#((?:[^\W\d]|\d+[^\W\d])[\w/-]*)", re.M)
@@ -46,7 +68,11 @@ _BREAK_RE = re.compile(r" {0,3}(?:(?:[-*_][ \t]*){3,}|=+[ \t]*)$")
 # The pattern starts with its literal characters so the engine can skip ahead
 # fast; whether a run is a marker is decided by `_marker`.
 _MARKER_RE = re.compile(r"\*{1,3}|~~|==|_{1,3}")
-_RULE_RE = re.compile(r"^[ \t]*(?:[-*_][ \t]*){3,}$|^[ \t]*\|?[ \t]*:?-{3,}.*$", re.M)
+# A thematic break, or a table's rule (`| --- |`, `:---`). The blanks before a
+# table rule's pipe and after it are one `[ \t]*` each, the second only after
+# a pipe: `[ \t]*\|?[ \t]*` split a long blank line both ways at every length
+# (5 s for a line of 20,000 spaces, which a note of `%%%%…` also leaves).
+_RULE_RE = re.compile(r"^[ \t]*(?:[-*_][ \t]*){3,}$|^[ \t]*(?:\|[ \t]*)?:?-{3,}.*$", re.M)
 _BLANKS_RE = re.compile(r"[ \t]{2,}|\t")
 _MANY_NEWLINES_RE = re.compile(r"\n{3,}")
 
@@ -66,7 +92,7 @@ class MarkdownParts:
 
 def analyse(text: str) -> MarkdownParts:
     masked, code = _set_code_aside(text)
-    found = [(len(m.group(1)), _heading_text(m.group(2), code)) for m in _HEADING_RE.finditer(masked)]
+    found = [(len(m.group(1)), _heading_text(raw, code)) for m, raw in _headings(masked)]
     plain, code_blocks = _plain_text(masked, code)
     return MarkdownParts(
         headings=tuple(h for _, h in found),
@@ -132,10 +158,15 @@ def _set_code_aside(text: str) -> tuple[str, list[str]]:
 
 def _set_inline_code_aside(text: str, code: list[str]) -> str:
     """CommonMark code spans: a run of N backticks closes at the next run of
-    exactly N. Linear: each run's next same-length run is found in one pass."""
+    exactly N. Linear: each run's next same-length run is found in one pass,
+    and whether a paragraph break lies between a run and that one by a binary
+    search over the breaks (copying the text between them to look read, for
+    runs of every length with breaks between, much of the text per run:
+    0.02 s at a million characters, 0.16 s at four)."""
     runs = [(m.start(), m.end()) for m in _BACKTICKS_RE.finditer(text)]
     if len(runs) < 2:
         return text
+    breaks = [m.start() for m in _PARAGRAPH_BREAK_RE.finditer(text)]  # every "\n\n", overlapping ones too
     next_same: list[int | None] = [None] * len(runs)
     last_seen: dict[int, int] = {}
     for i in range(len(runs) - 1, -1, -1):
@@ -152,11 +183,11 @@ def _set_inline_code_aside(text: str, code: list[str]) -> str:
             continue
         start, inner_start = runs[i]
         inner_end, end = runs[j]
-        content = text[inner_start:inner_end]
-        if "\n\n" in content:  # a code span never crosses a paragraph break
+        at = bisect_left(breaks, inner_start)
+        if at < len(breaks) and breaks[at] + 2 <= inner_end:  # a code span never crosses a paragraph break
             i += 1
             continue
-        code.append(content.strip().replace("\n", " "))
+        code.append(text[inner_start:inner_end].strip().replace("\n", " "))
         parts.append(text[pos:start] + f"{_INLINE_OPEN}{len(code) - 1}{_INLINE_CLOSE}")
         pos = end
         i = j + 1
@@ -178,6 +209,80 @@ def _put_code_back(text: str, code: list[str]) -> str:
 # -- prose ----------------------------------------------------------------
 
 
+def _headings(text: str) -> Iterator[tuple[re.Match[str], str]]:
+    """Each heading line of the text, with its raw text (`_heading_raw`)."""
+    for match in _HEADING_RE.finditer(text):
+        raw = _heading_raw(match)
+        if raw is not None:
+            yield match, raw
+
+
+def _sub_headings(text: str, replace: Callable[[str], str]) -> str:
+    """The text with each heading line replaced by `replace` of its raw text."""
+
+    def line(match: re.Match[str]) -> str:
+        raw = _heading_raw(match)
+        return match.group(0) if raw is None else replace(raw)
+
+    return _HEADING_RE.sub(line, text)
+
+
+def _heading_raw(match: re.Match[str]) -> str | None:
+    r"""A heading's text as `^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$` read it, in
+    linear time: the rest of the line without its trailing blanks and `#`s,
+    but at least one character (`# #` is the heading "#"); on a line of blanks
+    after the `#`s, the last blank; None where that pattern found no heading
+    (`# ` and nothing after it)."""
+    rest = match.group(3)
+    if rest:
+        return rest[: max(1, len(rest.rstrip(" \t#")))]
+    blanks = match.group(2)
+    return blanks[-1] if len(blanks) > 1 else None
+
+
+def _without_comments(text: str) -> str:
+    """The text with each HTML comment, then each Obsidian `%% … %%` comment,
+    replaced by a space, as `<!--.*?-->` and `%%.*?%%` (dot matching newlines)
+    did: a comment closes at the first closer after its opener; an opener with
+    no closer after it is text, and so is every opener after it (the search
+    stops there, where the pattern read the rest of the text again from each)."""
+    for opener, closer in _COMMENTS:
+        parts: list[str] = []
+        pos = 0
+        while (start := text.find(opener, pos)) != -1:
+            end = text.find(closer, start + len(opener))
+            if end == -1:
+                break
+            parts += (text[pos:start], " ")
+            pos = end + len(closer)
+        if parts:
+            text = "".join([*parts, text[pos:]])
+    return text
+
+
+def _md_links(text: str, replace: Callable[[str], str]) -> str:
+    r"""The text with each `[label](destination)` (and image) replaced by
+    `replace` of its label, as `!?\[([^\]\n]*)\]\(…\)` found them: a label
+    may hold `[`. `_MD_LINK_RE` finds the link from the last `[` before the
+    `]`; the pattern matched from the earliest `[` that reaches the same `]`
+    (none between, nor a line break), after the previous link. Finding that
+    one `[` once per link, backwards from it, keeps this linear."""
+    parts: list[str] = []
+    pos = 0
+    for match in _MD_LINK_RE.finditer(text):
+        bracket = match.start(1) - 1
+        floor = max(pos, text.rfind("]", pos, bracket) + 1, text.rfind("\n", pos, bracket) + 1)
+        opening = text.find("[", floor, bracket)
+        opening = bracket if opening == -1 else opening
+        start = opening - 1 if opening > pos and text[opening - 1] == "!" else opening
+        parts += (text[pos:start], replace(text[opening + 1 : match.end(1)]))
+        pos = match.end()
+    if not parts:
+        return text
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 def _heading_text(raw: str, code: list[str]) -> str:
     return _put_code_back(_inline_to_text(raw), code).strip()
 
@@ -187,9 +292,9 @@ def _inline_tags(masked: str) -> tuple[str, ...]:
         return ()
     # Code first, as CommonMark finds blocks before inline syntax: a `%%` in
     # code must not open a comment that swallows the prose after it.
-    cleaned = _OBSIDIAN_COMMENT_RE.sub(" ", _HTML_COMMENT_RE.sub(" ", _without_indented_code(masked)))
-    cleaned = _MD_LINK_RE.sub(" ", _WIKILINK_RE.sub(" ", cleaned))
-    cleaned = _HEADING_RE.sub(lambda m: " " + m.group(2), cleaned)
+    cleaned = _without_comments(_without_indented_code(masked))
+    cleaned = _md_links(_WIKILINK_RE.sub(" ", cleaned), lambda label: " ")
+    cleaned = _sub_headings(cleaned, lambda raw: " " + raw)
     tags = (m.group(1).rstrip("/-") for m in _TAG_RE.finditer(cleaned))
     return tuple(t for t in tags if t)
 
@@ -268,9 +373,9 @@ def _wikilinks(masked: str) -> tuple[WikiLink, ...]:
 
 def _plain_text(masked: str, code: list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The plain text, and where each non-empty fenced code block sits in it."""
-    text = _OBSIDIAN_COMMENT_RE.sub(" ", _HTML_COMMENT_RE.sub(" ", masked))
+    text = _without_comments(masked)
     text = _RULE_RE.sub("", text)
-    text = _HEADING_RE.sub(lambda m: m.group(2), text)
+    text = _sub_headings(text, lambda raw: raw)
     text = _LINE_PREFIX_RE.sub("", text)
     text = _CALLOUT_RE.sub("", text)
     text = _inline_to_text(text)
@@ -295,16 +400,33 @@ def _plain_text(masked: str, code: list[str]) -> tuple[str, tuple[tuple[int, int
 
 def _sections(plain: str, found: list[tuple[int, str]]) -> tuple[tuple[int, int, str], ...]:
     """(offset in the plain text, level, heading) of each heading, in order:
-    a heading is its own line in the plain text, found after the previous one."""
+    a heading is a line of its own in the plain text, the first such line
+    after the previous heading's; a heading the plain text does not hold as a
+    line (`# a|b` is the line "a b") has no section.
+
+    The lines that are some heading are listed once, with their offsets, and
+    each heading takes the first after the previous one by a binary search.
+    A search of the text for each heading read the rest of the text for each
+    heading it did not find there (1.5 s for 13,000 `# a|b` after 80,000
+    characters, 4x the note 12x the time), and took a line that merely
+    started with the heading's words for the heading."""
+    wanted = {heading for _, heading in found if heading}
+    if not wanted:
+        return ()
+    lines: dict[str, list[int]] = {}
+    at = 0
+    for line in plain.split("\n"):
+        if line in wanted:
+            lines.setdefault(line, []).append(at)
+        at += len(line) + 1
     sections = []
     pos = 0
     for level, heading in found:
-        at = plain.find(heading, pos)
-        while at > 0 and plain[at - 1] != "\n":
-            at = plain.find(heading, at + 1)
-        if heading and at != -1:
-            sections.append((at, level, heading))
-            pos = at + len(heading)
+        offsets = lines.get(heading, ())
+        i = bisect_left(offsets, pos)
+        if i < len(offsets):
+            sections.append((offsets[i], level, heading))
+            pos = offsets[i] + len(heading)
     return tuple(sections)
 
 
@@ -319,7 +441,7 @@ def _wikilink_text(match: re.Match[str]) -> str:
 
 def _inline_to_text(text: str) -> str:
     text = _WIKILINK_RE.sub(_wikilink_text, text)
-    text = _MD_LINK_RE.sub(lambda m: m.group(1), text)
+    text = _md_links(text, lambda label: label)
     text = _AUTOLINK_RE.sub(lambda m: m.group(1), text)
     text = _HTML_TAG_RE.sub(" ", text)
     return _MARKER_RE.sub(_marker, text)
