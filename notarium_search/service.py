@@ -331,7 +331,9 @@ class Service:
             channels_used=tuple(r.channel for r in results) if text.strip() else (),
             degraded=degraded,
             unmatched_terms=results[0].unmatched_terms,
-            partial=not space.ready,
+            # A derived channel that answered from part of its index (vectors still embedding) makes it
+            # partial too; the lexical channel's part is space.ready (a read-only space runs no pass).
+            partial=not space.ready or any(c.building for c in channels if c is not space.lexical_channel),
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             caveats={r.channel: why for c, r in zip(channels, results, strict=True) if (why := c.caveat(r))},
         )

@@ -365,6 +365,15 @@ class LexicalStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedNote:
+    """A file of the space that is not in the index, and why (binary, too
+    large, set aside after it stopped the indexer…)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class SpaceStatus:
     space: str
     path: str
@@ -377,6 +386,7 @@ class SpaceStatus:
     message: str | None
     collections: dict[str, int] = field(default_factory=dict)  # notes per collection
     watch: str | None = None  # "watching", "polling every N s (why)" or "off (why)"
+    skipped_notes: tuple[SkippedNote, ...] = ()  # the first SKIPPED_SHOWN of `skipped`, by path
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ def test_index_search_status(vault: Vault, tmp_path: Path):
         "path": str(vault.root / "notes"),
         "notes": 30,
         "skipped": 0,
+        "skipped_notes": [],
         "state": "complete",
         "files": 30,
         "to_index": 0,

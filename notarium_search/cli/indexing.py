@@ -149,6 +149,10 @@ def status_command(settings: Settings, args: argparse.Namespace) -> int:
             print(f"{'':<20} {_channels_line(row)}")
         if row["detail"]:
             print(f"{'':<20} {row['detail']}")
+        for note in row.get("skipped_notes", ()):
+            print(f"{'':<20} skipped {note['path']}: {note['reason']}")
+        if row["skipped"] > len(row.get("skipped_notes", ())):
+            print(f"{'':<20} ({row['skipped']} skipped in all, the first {len(row['skipped_notes'])} named)")
     for folder in ignored:  # folders of spaces_root that look like spaces but are not
         print(f"ignored folder {folder['path']}: {folder['reason']}")
     return 0
@@ -228,7 +232,9 @@ def _space_status(settings: Settings, config: SpaceConfig, fingerprint: str | No
         manifest = space.indexer.manifest
         saved = manifest.path.stat().st_mtime  # saved after every commit, and at the end of every pass
         row["last_indexed"] = datetime.fromtimestamp(saved).astimezone().isoformat(timespec="seconds")
+        skipped = manifest.skipped_notes()
         row.update(notes=int(space.lexical.searcher().num_docs), skipped=len(manifest.skipped()))
+        row["skipped_notes"] = [{"path": note.path, "reason": note.reason} for note in skipped]
         unsettled = manifest.load_unsettled()
         try:
             pending = space.indexer.pending()

@@ -188,6 +188,7 @@ class Follower:
             message=published.message,
             collections=published.collections,
             watch=published.watch,
+            skipped_notes=published.skipped_notes,
         )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from notarium_search.index.manifest import Entry, Manifest
+from notarium_search.index.quarantine import READ_BUDGET_SECONDS, Marks
 from notarium_search.index.survey import Pending, survey, to_read
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
@@ -71,6 +72,7 @@ class SpaceIndexer:
         self.manifest = manifest
         self.progress = IndexProgress()
         self.skipped_total = len(manifest.skipped())
+        self.skipped_notes = manifest.skipped_notes()
         self.collections = CollectionRules(config.collections)
         # What the next commit writes, recorded before it (see index/manifest.py).
         self._touched_ids: set[str] = set()
@@ -83,6 +85,8 @@ class SpaceIndexer:
         self._unread_elsewhere = 0  # files an unfinished pass left that this one does not survey
         self._done_at_commit = 0  # files the current pass had read at its last commit
         self._root_real = ""  # the space folder's real path, resolved once per pass (open_note)
+        self._marks: Marks | None = None  # the note being read, for the next process if this one dies
+        self.clock: Callable[[], float] = time.monotonic  # times each note's read (tests inject it)
 
     def reconcile(
         self,
@@ -211,7 +215,11 @@ class SpaceIndexer:
         )
 
     def _apply_isolated(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
-        """One bad file never stops the scan: an unexpected error skips it."""
+        """One bad file never stops the scan: an unexpected error skips it; a
+        note the process died reading is marked, and set aside once it has
+        done so QUARANTINE_STRIKES times (index/quarantine.py)."""
+        marks = self._reading_marks()
+        marks.reading(source)
         try:
             return self._apply(source, owners, progress)
         except PASS_STOPPERS:
@@ -220,6 +228,14 @@ class SpaceIndexer:
             log.exception("note_failed", space=self.config.name, path=source.path)
             self._skip(progress, source.path, f"internal error: {type(exc).__name__}")
             return 0
+        finally:  # also on a stop (Ctrl+C, SIGTERM): only a process that dies leaves the mark
+            marks.done()
+
+    def _reading_marks(self) -> Marks:
+        """The marks, read at the first pass of this process (only a writer has them)."""
+        if self._marks is None:
+            self._marks = Marks(self.manifest.path.parent, self.config.name)
+        return self._marks
 
     def _apply(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
         """Index one changed file; returns how many index writes it caused."""
@@ -256,6 +272,9 @@ class SpaceIndexer:
         return 1
 
     def _read(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> _Read | None:
+        set_aside = self._reading_marks().quarantined(source)
+        if set_aside is not None:
+            return self._skip_read(Entry(source.mtime_ns, source.size, "", None), progress, source.path, set_aside)
         limit = self.settings.max_file_bytes
         too_big = source.size > limit
         try:
@@ -275,6 +294,7 @@ class SpaceIndexer:
             return self._skip_read(
                 entry, progress, source.path, f"larger than max_file_bytes ({source.size} > {limit})"
             )
+        started = self.clock()
         try:
             text = decode_note(raw, truncated=too_big)
         except NotANote as exc:
@@ -282,6 +302,10 @@ class SpaceIndexer:
         if too_big:
             log.warning("note_truncated", space=self.config.name, path=source.path, size=source.size, kept=limit)
         note = parse_note(text, source.path, _file_time(source))
+        took = self.clock() - started
+        if took > READ_BUDGET_SECONDS:  # every edit and rebuild would pay it again
+            why = f"took {took:.1f} s to read (the budget is {READ_BUDGET_SECONDS:g} s): skipped until the file changes"
+            return self._skip_read(entry, progress, source.path, why)
         collections = self.collections.member_of(source.path)
         if collections:
             note = replace(note, collections=collections, chunking=self.collections.chunking_for(collections))
@@ -382,6 +406,7 @@ class SpaceIndexer:
         # Counted here, on the writer thread: status readers must not iterate
         # a manifest the writer is changing.
         self.skipped_total = len(self.manifest.skipped())
+        self.skipped_notes = self.manifest.skipped_notes()
 
 
 def _file_time(source: SourceFile) -> datetime:

@@ -22,6 +22,11 @@ import msgspec
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.atomic import fsync_directory, write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
+from notarium_search.types import SkippedNote
+
+# Status names this many of a space's skipped files (the count says how many
+# there are): a vault of scanned notes can skip thousands.
+SKIPPED_SHOWN = 20
 
 log = get_logger(__name__)
 
@@ -151,6 +156,11 @@ class Manifest:
     def skipped(self) -> dict[str, str]:
         """path → why it is not indexed."""
         return {p: e.skip_reason or "skipped" for p, e in self.entries.items() if e.note_id is None}
+
+    def skipped_notes(self, shown: int = SKIPPED_SHOWN) -> tuple[SkippedNote, ...]:
+        """The first `shown` files not indexed, by path, with why (for status)."""
+        skipped = self.skipped()
+        return tuple(SkippedNote(path, skipped[path]) for path in sorted(skipped)[:shown])
 
     def ids(self) -> dict[str, str]:
         """note id → path, for the notes currently indexed."""

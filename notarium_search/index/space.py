@@ -190,15 +190,18 @@ class Space:
             semantic = self.semantic
 
             def attach() -> None:
-                from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+                from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 
                 try:
                     semantic.attach(embedder, in_slices=True)
-                except (StorageFault, EmbedderUnavailable) as exc:
-                    delay = self.writer.later(lambda: self.writer.put(attach))
+                except (StorageFault, EmbedderUnreachable) as exc:
+                    delay = self.writer.later(lambda: self.writer.put(attach), exc)
                     log.error("semantic_open_failed", space=self.name, error=str(exc), retry_seconds=delay)
-                    if isinstance(exc, EmbedderUnavailable):
+                    if isinstance(exc, EmbedderUnreachable):
                         semantic.unavailable = f"{exc}; retrying in {delay:g} s"
+                except EmbedderUnavailable as exc:  # a configuration to fix (a 401, a wrong dim): asking again changes nothing
+                    log.error("semantic_open_failed", space=self.name, error=str(exc), retry_seconds=None)
+                    semantic.unavailable = f"{exc}; not retried (a configuration to fix, then restart)"
 
             self.writer.put(attach)
 
@@ -436,6 +439,7 @@ class Space:
             language=self.config.language,
             notes=int(self.lexical.searcher().num_docs),
             skipped=self.indexer.skipped_total,
+            skipped_notes=self.indexer.skipped_notes,
             lexical=lexical,
             semantic=self._semantic_status(),
             graph=self.graph.status(),

@@ -68,7 +68,7 @@ def search_text(
         lines.append("Search again once indexing ends: the notes not yet indexed may match.")
     if response.unmatched_terms:
         lines.append(f"No note{so_far} contains: {', '.join(response.unmatched_terms)}.")
-    if "semantic" in response.caveats and not found:
+    if "relevance floor" in response.caveats.get("semantic", "") and not found:
         lines.append(f"No note{so_far} is closer in meaning than unrelated text is.")
     for rank, hit in enumerate(response.results, start=1):
         lines.extend(_hit_lines(rank, hit))

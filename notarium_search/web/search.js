@@ -71,7 +71,7 @@ export function showResults(body, keepSelection = false) {
   if (!results.length) {
     // Nothing found is an answer: said plainly, with what to try (issue 14).
     const parts = [t('nothing', body.query.trim())];
-    if (body.caveats?.semantic) parts.push(t('noMeaning'));
+    if (body.caveats?.semantic?.includes('relevance floor')) parts.push(t('noMeaning')); // not a partial index's caveat
     $('search-info').textContent = parts.join(' ');
     return;
   }

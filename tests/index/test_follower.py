@@ -149,7 +149,11 @@ def test_a_follower_answers_from_the_writers_vectors(vault: Vault):
     vault.write("ships.md", note("ships", "Container ships cross the ocean with cargo."))
     writer, follower = workers(vault, vector_search=True, model_dir=model)
     try:
-        eventually(lambda: follower.spaces["notes"].semantic is not None and follower.spaces["notes"].semantic.ready)
+        # Complete on both sides: the scores are compared (a channel answers partial meanwhile).
+        eventually(lambda: writer.spaces["notes"].semantic is not None and writer.spaces["notes"].semantic.complete)
+        eventually(
+            lambda: follower.spaces["notes"].semantic is not None and follower.spaces["notes"].semantic.complete
+        )
         answer = follower.search("notes", "a kitten dozing", FeedFilter(), 5)
         assert "semantic" in answer.channels_used
         assert not answer.degraded
@@ -160,6 +164,9 @@ def test_a_follower_answers_from_the_writers_vectors(vault: Vault):
         vault.write("dogs.md", note("dogs", "A puppy chews a bone in the garden."))
         follower.reindex("notes", full=False)
         eventually(lambda: "dogs" in ids(follower.search("notes", "young dog with a bone", FeedFilter(), 5)))
+        # Found by meaning from a checkpoint a moment before the writer publishes its build complete:
+        # related notes wait for the whole build.
+        eventually(lambda: follower.status()[0].semantic.state == ChannelState.READY)
         related = follower.related("notes", "cats", 5)
         assert related
         assert related[0].note.id in {"dogs", "ships"}
