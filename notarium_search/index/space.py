@@ -199,7 +199,7 @@ class Space:
                     log.error("semantic_open_failed", space=self.name, error=str(exc), retry_seconds=delay)
                     if isinstance(exc, EmbedderUnreachable):
                         semantic.unavailable = f"{exc}; retrying in {delay:g} s"
-                except EmbedderUnavailable as exc:  # a configuration to fix (a 401, a wrong dim): asking again changes nothing
+                except EmbedderUnavailable as exc:  # a configuration to fix (a 401, a wrong dim): no retry helps
                     log.error("semantic_open_failed", space=self.name, error=str(exc), retry_seconds=None)
                     semantic.unavailable = f"{exc}; not retried (a configuration to fix, then restart)"
 
