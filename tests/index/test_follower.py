@@ -151,9 +151,7 @@ def test_a_follower_answers_from_the_writers_vectors(vault: Vault):
     try:
         # Complete on both sides: the scores are compared (a channel answers partial meanwhile).
         eventually(lambda: writer.spaces["notes"].semantic is not None and writer.spaces["notes"].semantic.complete)
-        eventually(
-            lambda: follower.spaces["notes"].semantic is not None and follower.spaces["notes"].semantic.complete
-        )
+        eventually(lambda: follower.spaces["notes"].semantic is not None and follower.spaces["notes"].semantic.complete)
         answer = follower.search("notes", "a kitten dozing", FeedFilter(), 5)
         assert "semantic" in answer.channels_used
         assert not answer.degraded
