@@ -28,6 +28,11 @@ export function showStatus(status) {
   $('banner').hidden = !state.building;
   $('banner-text').textContent = [t('building'), ...parts.map((p) => p.text)].join(' ');
   if (total) $('banner-progress').value = done / total; else $('banner-progress').removeAttribute('value');
+  // A space that cannot open or whose indexing stopped (a folder the service may not read…): its
+  // reason, as /status gives it, until it is fixed; the other spaces serve meanwhile.
+  const problems = status.spaces.filter((space) => space.lexical.error);
+  $('problems').hidden = !problems.length;
+  $('problems').textContent = problems.map((space) => t('problem', space.space, space.lexical.error)).join(' · ');
   document.dispatchEvent(new Event('notarium:status'));
   // What was shown while building may have been partial.
   if (wasBuilding && !state.building) document.dispatchEvent(new Event('notarium:indexed'));

@@ -840,3 +840,28 @@ def test_the_note_view_renders_markdown_follows_wiki_links_and_shows_the_matched
         page.locator("#note-content a", has_text="Cible").click()
         expect(page.locator("#note-title")).to_have_text("Cible")
         watched.assert_clean()
+
+
+@pytest.mark.slow
+def test_a_space_that_cannot_open_is_named_with_why_and_the_others_serve(browser: Browser, tmp_path: Path):
+    from playwright.sync_api import expect
+
+    vault = Vault(tmp_path)
+    vault.write("a.md", "# Café\nLe café du matin.\n", space="carnet")
+    vault.write("b.md", "# Thé\nLe thé du soir.\n", space="cassé")
+    vault.index_dir.mkdir()
+    (vault.index_dir / "cassé").write_text("a file where its index folder goes")  # its open fails
+    settings = quiet(vault)
+    service = Service(settings)
+    with serving(create_app(settings, service)) as url, opened(browser, url) as watched:
+        wait_until(lambda: service.spaces["carnet"].ready, "the other space to be indexed")
+        page = watched.page
+        problems = page.locator("#problems")
+        expect(problems).to_contain_text("Espace cassé indisponible ou incomplet")
+        expect(problems).to_contain_text("could not open")
+        expect(problems).to_contain_text(str(vault.index_dir / "cassé"))
+        expect(page.locator("#banner")).to_be_hidden()  # nothing is building: the failure is not "building"
+        page.select_option("#space", "carnet")
+        search(page, "café")
+        expect(page.locator("#results li")).to_have_count(1)
+        watched.assert_clean()
