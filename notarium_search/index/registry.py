@@ -183,7 +183,7 @@ class Spaces:
 def why_unopened(config: SpaceConfig, exc: Exception) -> str:
     """One sentence: why the space could not open, and what to do."""
     if isinstance(exc, IndexLocked):
-        return f"{exc}: it opens once that process lets it go"
+        return str(exc)
     if isinstance(exc, PermissionError):
         return (
             f"cannot read {exc.filename or config.path}: permission denied to the service's user"

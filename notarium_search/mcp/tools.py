@@ -38,7 +38,8 @@ from notarium_search.mcp.text import (
     related_text,
     search_text,
 )
-from notarium_search.service import Service, reading
+from notarium_search.reading import reading
+from notarium_search.service import Service
 from notarium_search.types import FeedFilter, NoteDetail
 
 # The HTTP API's bounds (api/app.py), so that both doors accept the same input.
