@@ -271,3 +271,17 @@ def test_fusion_collections_and_activation_fields_load(tmp_path: Path):
     assert space.collections == (CollectionConfig("livres", folder="livres", root_only=True, chunking="section"),)
     env = {"NOTARIUM_INDEX_DIR": str(tmp_path / "index"), "NOTARIUM_ACTIVATION_FIELDS": "cité_dans, used_in"}
     assert load_settings(config, env=env).activation_fields == ("cité_dans", "used_in")
+
+
+def test_a_space_folder_not_there_yet_is_not_a_configuration_error(tmp_path: Path):
+    """A share mounted after the service starts: the space is served as a
+    folder gone away is (reported, tried again), not a service that refuses
+    to start. A path that is there but is a file is still a mistake."""
+    (tmp_path / "file.md").write_text("x")
+    config = tmp_path / "c.toml"
+    config.write_text(f'[spaces.share]\npath = "{tmp_path / "share"}"\n')
+    (space,) = load_settings(config, env={"NOTARIUM_INDEX_DIR": str(tmp_path / "idx")}).spaces
+    assert space.path == tmp_path / "share"
+    config.write_text(f'[spaces.file]\npath = "{tmp_path / "file.md"}"\n')
+    with pytest.raises(ConfigError, match="is not a directory"):
+        load_settings(config, env={"NOTARIUM_INDEX_DIR": str(tmp_path / "idx")})

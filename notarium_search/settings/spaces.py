@@ -178,9 +178,18 @@ def _collections(space_name: str, tables: Any) -> tuple[CollectionConfig, ...]:
 
 
 def _check_space(config: SpaceConfig) -> None:
+    """A path that is there but is not a folder is a mistake of the
+    configuration. A path that is not there (yet) is not: a share mounted
+    after the service starts, a disk plugged in later. That space is served
+    as a folder gone away is (index/passes.py): its index kept, status saying
+    why, tried again until the folder is there; the others serve."""
     if config.language not in LANGUAGES:
         raise ConfigError(f"space {config.name}: language must be one of {LANGUAGES}")
-    if not config.path.is_dir():
+    try:
+        exists = config.path.exists()
+    except OSError:  # a parent the service may not search: the space says so once open
+        return
+    if exists and not config.path.is_dir():
         raise ConfigError(f"space {config.name}: {config.path} is not a directory")
 
 

@@ -3,6 +3,8 @@ reported with why and tried again, while the others serve."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from notarium_search.errors import SpaceUnavailable
@@ -52,3 +54,24 @@ def test_a_read_only_process_is_told_why_at_once(vault: Vault):
     vault.write("a.md", "texte\n")
     with pytest.raises(Exception, match="not indexed yet"):
         Service(vault.settings(), read_only=True)
+
+
+def test_a_space_whose_folder_comes_later_is_served_once_it_is_there(vault: Vault):
+    """A share mounted after the service started: reported, then indexed, without a restart."""
+    vault.write("a.md", "---\nid: a\n---\nun café\n", space="good")
+    settings = vault.settings(watch=False)
+    share = vault.root.parent / "share"
+    settings = replace(settings, spaces=(*settings.spaces, replace(settings.spaces[0], name="share", path=share)))
+    service = Service(settings)
+    try:
+        service.start()
+        eventually(
+            lambda: "is missing" in (next(s for s in service.status() if s.space == "share").lexical.error or "")
+        )
+        share.mkdir()
+        (share / "b.md").write_text("---\nid: b\n---\nun thé\n")
+        service.spaces["share"].request_reindex()  # what the retry does, without waiting for it
+        eventually(lambda: ids(service, "share", "thé") == ["b"])
+        assert ids(service, "good", "café") == ["a"]
+    finally:
+        service.stop()
