@@ -43,7 +43,8 @@ def _documented(description: str) -> ResponseSpec:
 # one body they really have (Litestar would document its own shape for 400).
 RESPONSES: dict[int, ResponseSpec] = {
     400: _documented(
-        "A parameter is invalid (`invalid_parameter`, a forged or stale cursor too); `detail` says which and why"
+        "A parameter is invalid (`invalid_parameter`, a forged or stale cursor too); `detail` says which and why."
+        " Or the request's Host is ambiguous (`invalid_host`: two Host headers, none, or not a host name)"
     ),
     401: _documented("A token is configured and the request has none or a wrong one (`unauthorized`)"),
     404: _documented("Unknown space (`unknown_space`), note (`note_not_found`) or route (`not_found`)"),
@@ -54,7 +55,8 @@ RESPONSES: dict[int, ResponseSpec] = {
     429: _documented("Too many requests from this client (`too_many_requests`); see Retry-After"),
     500: _documented("A fault of the service (`internal_error`); details only in the server log"),
     503: _documented(
-        "The space's index is being rebuilt (`index_repairing`), cannot be read right now"
+        "The space could not open (`space_unavailable`: the detail says why), its index is being rebuilt"
+        " (`index_repairing`), cannot be read right now"
         " (`index_unavailable`: too many open files), or a channel the request needs is not ready"
         " (`channel_unavailable`: the model loading, the vectors building); retry after Retry-After seconds"
     ),
@@ -70,6 +72,7 @@ RELATED_RESPONSES: dict[int, ResponseSpec] = {
 # POST routes may also be refused as cross-site (403), as the read-only token is on reindex.
 WRITE_RESPONSES: dict[int, ResponseSpec] = {
     **RESPONSES,
+    408: _documented("The request's body did not arrive within body_timeout of its headers (`body_timeout`)"),
     403: _documented(
         "The read-only token on an admin route (`forbidden`), or a request from a page of another site"
         " (`cross_site_refused`: its Origin is neither this service nor one of cors_origins)"
