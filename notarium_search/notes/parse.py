@@ -293,8 +293,11 @@ def _first_str(value: Any) -> str | None:
 
 
 def _string_list(value: Any) -> tuple[str, ...]:
+    """Texts in NFC: a YAML escape (`"\\u0301"`) is decoded after the note was
+    taken to NFC, and the graph normalises each alias again (links.normalise,
+    NFKD: 3.1 s for an alias of 40,000 escaped marks, 0.2 s at 10,000)."""
     items: Iterable[Any] = value if isinstance(value, list | tuple) else (_scalar_text(value) or "").split(",")
-    return tuple(dict.fromkeys(s for s in (_scalar_text(v) for v in items) if s))
+    return tuple(dict.fromkeys(nfc(s) for s in (_scalar_text(v) for v in items) if s))
 
 
 def _tag_list(value: Any) -> tuple[str, ...]:
