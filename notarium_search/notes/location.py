@@ -18,7 +18,10 @@ before them (17.8 s at 320,000 characters). Such searches share a budget, a
 multiple of the note's length that the notes we measured stay well within
 (3.8x at most, 707 Markdown files: docs, changelogs, references); past it,
 each looks only where the word would be had at most SLACK_CHARS of markup been
-removed before it.
+removed before it. And each run of markup looked for the next word up to the
+end of its line, which for `[ [ [ … fin` is every run the same word, read up
+to again (36.9 s at 80,000 characters): a run before the word the previous
+run found is skipped, which changes no anchor.
 """
 
 from __future__ import annotations
