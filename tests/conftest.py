@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -212,3 +214,18 @@ def build_semantic(service: Service, embedder: object) -> None:
         assert space.semantic is not None
         space.build(embedder=embedder)  # type: ignore[arg-type]
     service.embedder = embedder  # type: ignore[assignment]
+
+
+@pytest.fixture
+def logged() -> Iterator[io.StringIO]:
+    """The service's JSON log lines, captured (info and above), without the test client's own."""
+    stream = io.StringIO()
+    configure_logging("info", stream)
+    client_log = logging.getLogger("httpx")  # the test client's own lines, which hold the URL
+    level = client_log.level
+    client_log.setLevel(logging.WARNING)
+    try:
+        yield stream
+    finally:
+        client_log.setLevel(level)
+        configure_logging("warning")  # as this file leaves it for every test

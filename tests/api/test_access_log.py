@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,22 +14,7 @@ import structlog
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.logsetup import configure_logging
 from tests.conftest import Vault
-
-
-@pytest.fixture
-def logged() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    configure_logging("info", stream)
-    client_log = logging.getLogger("httpx")  # the test client's own lines, which hold the URL
-    level = client_log.level
-    client_log.setLevel(logging.WARNING)
-    try:
-        yield stream
-    finally:
-        client_log.setLevel(level)
-        configure_logging("warning")  # as tests/conftest.py leaves it
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +17,7 @@ from notarium_search.api.access_log import AccessLog
 from notarium_search.api.app import create_app
 from notarium_search.api.asgi import Receive, Scope, Send
 from notarium_search.api.exposure import Exposure, host_name, origin_of
-from notarium_search.logsetup import Throttle, configure_logging
+from notarium_search.logsetup import Throttle
 from notarium_search.settings import ConfigError, load_settings
 from tests.conftest import Vault
 
@@ -257,20 +256,6 @@ def test_host_and_origin_parsing():
     assert origin_of("http://[::1]:80") == "http://[::1]"
     assert origin_of("null") is None
     assert origin_of("http://x:99999") is None
-
-
-@pytest.fixture
-def logged() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    configure_logging("info", stream)
-    client_log = logging.getLogger("httpx")  # the test client's own lines
-    level = client_log.level
-    client_log.setLevel(logging.WARNING)
-    try:
-        yield stream
-    finally:
-        client_log.setLevel(level)
-        configure_logging("warning")  # as tests/conftest.py leaves it
 
 
 def test_a_flood_of_refusals_logs_a_line_a_minute_per_kind(client: TestClient[Any], logged: io.StringIO):
