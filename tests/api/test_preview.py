@@ -1,5 +1,7 @@
 """The note preview (`?render=1`, api/preview.py): Markdown rendered, wiki-links
-made links inside the page, and nothing a note holds can run in the page."""
+made links inside the page, and nothing a note holds can run in the page; a
+long body rendered only in part, so that no note, however pathological
+(tests/pathological.py), holds a request for seconds."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
+from notarium_search.api.preview import MAX_PREVIEW_CHARS, MAX_PREVIEW_MARKS, bounded, render
+from notarium_search.notes.parse import body_of
 from tests.conftest import Vault
+from tests.pathological import GENERATORS, SIZE, file_name
 
 HOSTILE = (
     "---\nid: hostile\ntitle: Piège\n---\n"
@@ -52,3 +57,82 @@ def test_wiki_links_open_the_linked_note_in_the_page(client):
     assert "Cible &gt; Partie</a>" in html
     assert "<code>[[Cible]] reste du code &lt;b&gt;\n</code>" in html  # code stays code
     assert body["content"] is None  # the Markdown only with ?content=1
+
+
+# -- pathological notes (issue 28): a render is bounded, and each of them answers -------------------
+
+
+def test_a_long_body_is_cut_at_a_line_with_a_notice():
+    line = "Une ligne de texte ordinaire, sans rien de particulier.\n"
+    body = line * (MAX_PREVIEW_CHARS // len(line) + 10)
+    shown = bounded(body)
+    assert len(shown) <= MAX_PREVIEW_CHARS
+    assert body.startswith(shown + "\n")  # whole lines
+    html = render(body, lambda target: None, "notes")
+    assert html.endswith(
+        f'<p class="preview-cut">The preview shows the first {len(shown):,} characters'
+        f" of the note's {len(body):,}: open the note to read the rest.</p>"
+    )
+    assert render(line * 10, lambda target: None, "notes").count("preview-cut") == 0
+
+
+def test_lines_and_brackets_bound_the_render_before_its_length():
+    body = "- [[a]]\n" * 10_000  # 80,000 characters: each line and `[` is what markdown-it spends on
+    shown = bounded(body)
+    marks = shown.count("\n") + 2 * shown.count("[")
+    assert MAX_PREVIEW_MARKS - 8 <= marks < MAX_PREVIEW_MARKS
+    assert body.startswith(shown + "\n")
+
+
+NORMAL_NOTES = {
+    "normal/dora.md": "# DORA\n\nLe règlement sur la résilience opérationnelle numérique. Voir [[rrf]].\n",
+    "normal/rrf.md": "---\nid: rrf\ntags: [recherche]\n---\n# Reciprocal Rank Fusion\n\nFusionner des classements.\n",
+}
+# Indexing every note then answering: about a minute on the 2-core machine of issue 28; a
+# quadratic pass over one of them takes from many minutes to hours (tests/pathological.py).
+PATHOLOGICAL_SECONDS = 900
+
+
+@pytest.fixture(scope="module")
+def pathological(tmp_path_factory):
+    """A space of every pathological note next to normal ones, indexed by a real service
+    (scan, parse, the lexical index), and the page's client over it."""
+    vault = Vault(tmp_path_factory.mktemp("pathological"))
+    for rel_path, text in NORMAL_NOTES.items():
+        vault.write(rel_path, text)
+    for name, make in GENERATORS.items():
+        vault.write(f"pathological/{file_name(name)}", make(SIZE))
+    service = vault.service()
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as test_client:
+        yield test_client, service.settings.max_file_bytes
+    service.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(PATHOLOGICAL_SECONDS)
+def test_pathological_notes_are_indexed_next_to_normal_ones_and_searchable(pathological):
+    client, _ = pathological
+    status = client.get("/spaces/notes/status").json()
+    assert (status["notes"], status["skipped"]) == (len(GENERATORS) + len(NORMAL_NOTES), 0), status
+    found = client.get("/spaces/notes/search", params={"q": "résilience opérationnelle"}).json()
+    assert [hit["id"] for hit in found["results"]] == ["normal/dora.md"]
+    assert "<mark>" in found["results"][0]["snippets"][0]["html"]
+    for query, name in (("corps", "frontmatter"), ("debut", "spaced brackets"), ("titre phrase", "long headings")):
+        found = client.get("/spaces/notes/search", params={"q": query}).json()
+        hits = {hit["id"]: hit for hit in found["results"]}
+        hit = hits[f"pathological/{file_name(name)}"]
+        assert hit["snippets"], hit
+        assert hit["snippets"][0]["line"] is not None, hit  # placed in the file (notes/location.py)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(PATHOLOGICAL_SECONDS)
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_the_preview_of_each_pathological_note_answers(pathological, name):
+    client, max_file_bytes = pathological
+    response = client.get(f"/spaces/notes/notes/pathological/{file_name(name)}", params={"render": 1})
+    assert response.status_code == 200, response.text[:300]
+    html = response.json()["html"]
+    served = GENERATORS[name](SIZE).encode()[:max_file_bytes].decode("utf-8-sig", errors="replace")
+    body = body_of(served)
+    assert ("preview-cut" in html) == (bounded(body) != body)  # the start of a long body, and a notice
