@@ -80,9 +80,16 @@ class McpRoute:
             manager = await self._started_manager()
             # The SDK would take a request whose id is an object for a notification, and answer 202:
             # its id is checked here first (mcp/request_id.py), the body then handed on as it came.
-            body = await _body(receive)
+            limit = manager.max_request_body_size
+            if _declared_length(scope) > limit:  # refused before a byte of it is read, as the SDK did
+                await _send_too_large(send, limit)
+                return
+            body = await _body(receive, limit)
             if body is None:
                 return  # the client left before its body was complete: nobody to answer
+            if len(body) > limit:  # chunked, or longer than it said
+                await _send_too_large(send, limit)
+                return
             problem = _id_problem(body)
             if problem is not None:
                 await _send_invalid_request(send, problem)
@@ -114,16 +121,42 @@ class McpRoute:
             return self._manager
 
 
-async def _body(receive: Receive) -> bytes | None:
-    """The request's whole body (the SDK reads it whole too), or None when the client disconnected."""
+async def _body(receive: Receive, limit: int) -> bytes | None:
+    """The request's whole body (the SDK reads it whole too), read no further
+    than one byte past `limit` (the SDK's bound, 4 MiB: it was checked only
+    after this read, and 40 MB of `{},` grew a worker by 1.1 GB), or None when
+    the client disconnected."""
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             return None
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit or not message.get("more_body", False):
             return b"".join(chunks)
+
+
+def _declared_length(scope: Scope) -> int:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+async def _send_too_large(send: Send, limit: int) -> None:
+    detail = f"request body over {limit} bytes"
+    body = json.dumps({"error": "request_too_large", "detail": detail, "status": 413}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 413, "headers": headers}
+    whole: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
+    await send(start)
+    await send(whole)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
