@@ -87,60 +87,93 @@ def test_index_and_status_say_why_one_space_cannot_be_read(vault_with_a_locked_f
     assert "Permission denied" in rows["locked"]["detail"]
 
 
+class UnprivilegedServer:
+    """`notarium-search serve` without root's override of file permissions (its log in `log_path`)."""
+
+    def __init__(self, vault: Vault, tmp_path: Path) -> None:
+        port = free_port()
+        self.log_path = tmp_path / "serve.log"
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [*unprivileged(), sys.executable, "-m", "notarium_search", "serve"],
+                env=command_env(vault, tmp_path, NOTARIUM_PORT=str(port), NOTARIUM_WORKERS="2"),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+
+    def status(self) -> dict[str, Any]:
+        assert self.process.poll() is None, self.log_path.read_text()  # never a crash loop, never an exit
+        try:
+            answer = self.client.get("/status")
+        except httpx.TransportError:
+            return {}
+        return {s["space"]: s for s in answer.json()["spaces"]} if answer.status_code == 200 else {}
+
+    def wait_reported(self, broken: str) -> str:
+        """Until `good` is ready and `broken` reported: its reason."""
+
+        def reported() -> bool:
+            spaces = self.status()
+            return (
+                bool(spaces)
+                and spaces["good"]["lexical"]["state"] == "ready"
+                and bool(spaces[broken]["lexical"]["error"])
+            )
+
+        eventually(reported, timeout=STARTUP_SECONDS)
+        return str(self.status()[broken]["lexical"]["error"])
+
+    def ids(self, space: str, query: str) -> list[str]:
+        return [hit["id"] for hit in self.client.get(f"/spaces/{space}/search", params={"q": query}).json()["results"]]
+
+    def stop(self) -> None:
+        self.client.close()
+        self.process.terminate()
+        self.process.wait(timeout=STARTUP_SECONDS)
+        assert "crash loop" not in self.log_path.read_text()
+
+
 def test_serve_keeps_serving_the_other_spaces_and_picks_the_folder_up_once_readable(
     vault_with_a_locked_folder: Vault, tmp_path: Path
 ):
     vault = vault_with_a_locked_folder
-    port = free_port()
-    log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen(
-            [*unprivileged(), sys.executable, "-m", "notarium_search", "serve"],
-            env=command_env(vault, tmp_path, NOTARIUM_PORT=str(port), NOTARIUM_WORKERS="2"),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    server = UnprivilegedServer(vault, tmp_path)
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        assert "Permission denied" in server.wait_reported("locked")
+        assert server.ids("good", "café") == ["cafe"]
+        assert server.client.get("/spaces/locked/search", params={"q": "café"}).json()["partial"] is True
 
-            def status() -> dict[str, Any]:
-                try:
-                    answer = client.get("/status")
-                except httpx.TransportError:
-                    return {}
-                return {s["space"]: s for s in answer.json()["spaces"]} if answer.status_code == 200 else {}
-
-            def reported() -> bool:
-                assert server.poll() is None, log_path.read_text()  # never a crash loop
-                spaces = status()
-                return (
-                    bool(spaces)
-                    and spaces["good"]["lexical"]["state"] == "ready"
-                    and bool(spaces["locked"]["lexical"]["error"])
-                )
-
-            eventually(reported, timeout=STARTUP_SECONDS)
-            assert "Permission denied" in status()["locked"]["lexical"]["error"]
-            found = client.get("/spaces/good/search", params={"q": "café"}).json()
-            assert [hit["id"] for hit in found["results"]] == ["cafe"]
-            assert client.get("/spaces/locked/search", params={"q": "café"}).json()["partial"] is True
-
-            # Made readable: the retries pick it up, without a restart.
-            (vault.root / "locked").chmod(0o755)
-            for path in (vault.root / "locked").rglob("*"):
-                path.chmod(0o755 if path.is_dir() else 0o644)
-
-            def searchable() -> bool:
-                answer = client.get("/spaces/locked/search", params={"q": "secret"}).json()
-                return [hit["id"] for hit in answer["results"]] == ["secret"]
-
-            eventually(searchable, timeout=STARTUP_SECONDS)
-        assert server.poll() is None
+        # Made readable: the retries pick it up, without a restart.
+        (vault.root / "locked").chmod(0o755)
+        for path in (vault.root / "locked").rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        eventually(lambda: server.ids("locked", "secret") == ["secret"], timeout=STARTUP_SECONDS)
     finally:
-        server.terminate()
-        server.wait(timeout=STARTUP_SECONDS)
-    assert "crash loop" not in log_path.read_text()
+        server.stop()
+
+
+def test_an_index_lock_file_the_service_may_not_open_is_one_space_down_not_a_traceback(vault: Vault, tmp_path: Path):
+    """A writer.lock left by another user (a run as root, then a service as
+    its own user): the check before the workers start read it and raised
+    PermissionError, and nothing was served."""
+    vault.write("cafe.md", "---\nid: cafe\n---\nLe café du matin.\n", space="good")
+    vault.write("the.md", "---\nid: the\n---\nLe thé.\n", space="other")
+    lock = tmp_path / "index" / "other" / "writer.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    if os.geteuid() == 0:
+        os.chown(lock, NOBODY, NOBODY)
+        lock.chmod(0o600)
+    else:
+        lock.chmod(0)
+    server = UnprivilegedServer(vault, tmp_path)
+    try:
+        assert "permission denied" in server.wait_reported("other").lower()
+        assert server.ids("good", "café") == ["cafe"]
+    finally:
+        server.stop()
 
 
 def test_mcp_answers_and_searches_the_other_spaces(vault_with_a_locked_folder: Vault, tmp_path: Path):

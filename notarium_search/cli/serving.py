@@ -24,8 +24,17 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
     from notarium_search.api.server import serve, worker_count
 
     configure_logging(settings.log_level)
-    # Before anything starts or is written: a second service on a live index
-    # gave up only after each of its workers had failed, 12-30 s later.
+    # Before anything starts or is written: granian reported a taken port as a
+    # JSON log line from its worker, after the indexes were opened and a pass
+    # had begun.
+    taken = port_unavailable(settings.host, settings.port, waiting=previous_service_killed(settings))
+    if taken is not None:
+        print(f"notarium-search: {taken}", file=sys.stderr)
+        return EXIT_SETUP
+    if not index_folders_writable(settings, settings.spaces):  # here, not as a traceback in granian's worker
+        return EXIT_SETUP
+    # A second service on a live index gave up only after each of its workers
+    # had failed, 12-30 s later.
     held = index_held_elsewhere(settings)
     if held is not None:
         print(
@@ -33,17 +42,9 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    # granian reported a taken port as a JSON log line from its worker, after
-    # the indexes were opened and a pass had begun.
-    taken = port_unavailable(settings.host, settings.port, waiting=previous_service_killed(settings))
-    if taken is not None:
-        print(f"notarium-search: {taken}", file=sys.stderr)
-        return EXIT_SETUP
     log_ignored_folders(settings)
     if not settings.spaces:  # the page says so too
         log.warning("no_space_configured", detail=NO_SPACE)
-    if not index_folders_writable(settings, settings.spaces):  # here, not as a traceback in granian's worker
-        return EXIT_SETUP
 
     shared = worker_count(settings) > 1  # several workers: each space written by one, followed by the others
 
@@ -76,13 +77,13 @@ def index_held_elsewhere(settings: Settings) -> str | None:
 
 
 def previous_service_killed(settings: Settings) -> bool:
-    """Whether the last writer of a space is gone without a clean stop (its
-    lock file names a process that has left): its sockets may still be
-    closing for a moment, so a taken port is looked at again."""
+    """Whether the last writer of a space was a server's worker gone without
+    a clean stop (a clean stop empties the lock file): its sockets may still
+    be closing for a moment, so a taken port is looked at again."""
     from notarium_search.index.lock import lock_holder
 
     holders = (lock_holder(settings.index_dir / config.name) for config in settings.spaces)
-    return any(holder is not None and holder.leaving for holder in holders)
+    return any(holder is not None and holder.killed for holder in holders)
 
 
 def port_unavailable(host: str, port: int, waiting: bool = False) -> str | None:

@@ -60,9 +60,13 @@ def held_for_good(directory: Path, handover_seconds: float = LOCK_HANDOVER_SECON
     within the handover), asked without keeping it: what `serve` and `mcp`
     look at before they start (a second service on a live index gave up only
     after its workers had each failed, 12-30 s later)."""
-    if not (directory / LOCK_FILE).exists():
+    try:
+        if not (directory / LOCK_FILE).exists():
+            return None
+        handle = open(directory / LOCK_FILE, "a+")  # noqa: SIM115 - closed below
+    except OSError:  # a lock file or folder this process may not open: the space opens, or says why
         return None
-    with open(directory / LOCK_FILE, "a+") as handle:
+    with handle:
         try:
             _take(handle, directory, handover_seconds, time.monotonic, time.sleep)
         except IndexLocked:
@@ -96,13 +100,21 @@ class Holder:
 
     @property
     def leaving(self) -> bool:
-        """Whether it is on its way out: gone, or orphaned (the parent it had
-        when it took the lock is not its parent any more: a server's worker
-        whose supervisor was killed, which the kernel then kills)."""
-        if not _alive(self.pid):
-            return True
+        """Whether it is on its way out: a server's worker orphaned (the
+        supervisor it had when it took the lock is not its parent any more),
+        which the kernel kills with its supervisor. Only a `serve` worker: an
+        `index` run with nohup, or from a script that exited, is orphaned too,
+        and lives on (waiting for it stalled a start by 30 s a space)."""
+        if self.command != "serve" or not _alive(self.pid):
+            return False  # gone and still locked: held by another process, whoever it is
         current = _parent_of(self.pid)
         return current != self.parent if current is not None else not _alive(self.parent)
+
+    @property
+    def killed(self) -> bool:
+        """Whether it was a server's worker that ended without a clean stop
+        (which empties the lock file: WriterLock.release), or is ending."""
+        return self.command == "serve" and (self.leaving or not _alive(self.pid))
 
     def __str__(self) -> str:
         command = f"`notarium-search {self.command}`, " if self.command else ""

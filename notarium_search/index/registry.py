@@ -155,18 +155,23 @@ class Spaces:
             with self._elected():
                 space = self._open(config)
             if space is None:
-                self._retry_later(config.name, config)
+                if not self._stopped.is_set():
+                    self._retry_later(config.name, config)
+                return
+            if self._stopped.is_set():  # stopped while it opened: nobody will stop it later
+                space.stop()
                 return
             log.info("space_opened", space=config.name, after="an earlier failure")
             if self._on_open is not None:
                 self._on_open(space)
 
     def stop(self) -> None:
-        """No more retries (the spaces themselves are stopped by their owner)."""
-        with self._lock:
-            self._stopped.set()
-            for backoff in self._retries.values():
-                backoff.cancel()
+        """No more retries (the spaces themselves are stopped by their owner).
+        Does not wait for a retry under way (an open may wait for a lock):
+        that one stops what it opened itself."""
+        self._stopped.set()
+        for backoff in list(self._retries.values()):
+            backoff.cancel()
 
     def statuses(self, of_open: Callable[[Space], SpaceStatus]) -> list[SpaceStatus]:
         """Every configured space's status, in the configuration's order."""

@@ -6,6 +6,7 @@ folder's writer.lock) is index/folder.py's."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 from typing import TextIO
@@ -55,5 +56,7 @@ class WriterLock:
 
     def release(self) -> None:
         if self._handle is not None:
+            with contextlib.suppress(OSError):  # a clean stop: no holder left to wait for (lock.Holder.killed)
+                self._handle.truncate(0)
             self._handle.close()  # releases the flock
             self._handle = None

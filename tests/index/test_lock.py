@@ -38,7 +38,7 @@ def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
 
 
 def orphan(tmp_path: Path, holder: subprocess.Popen[str]) -> None:
-    """What the holder's lock file says when its supervisor was killed: a parent it no longer has."""
+    """What a server worker's lock file says once its supervisor was killed: a parent it no longer has."""
     (tmp_path / LOCK_FILE).write_text(f"{holder.pid} 999999999 serve\n")
 
 
@@ -90,3 +90,22 @@ def test_serve_s_look_before_it_starts(tmp_path: Path, holder: subprocess.Popen[
     assert held_for_good(tmp_path) is None  # free: and not kept by the look
     lock_space(tmp_path).close()
     assert held_for_good(tmp_path / "never-indexed") is None
+
+
+def test_an_orphaned_index_command_is_not_waited_for(tmp_path: Path, holder: subprocess.Popen[str]):
+    """`nohup notarium-search index … &` after its shell exited is orphaned too, and lives on:
+    waiting for it stalled a service's start by 30 s a space."""
+    (tmp_path / LOCK_FILE).write_text(f"{holder.pid} 999999999 index\n")
+    with pytest.raises(IndexLocked):
+        lock_space(tmp_path, sleep=lambda _: pytest.fail("a live `index` is not waited for"))
+
+
+def test_a_clean_stop_leaves_no_holder_to_wait_for(tmp_path: Path):
+    from notarium_search.index.manifest import Manifest
+    from notarium_search.index.writer_lock import WriterLock
+
+    lock = WriterLock("notes", tmp_path)
+    lock.take(Manifest.load(tmp_path / "manifest.json", "f"), forget=False)
+    assert lock_holder(tmp_path) is not None
+    lock.release()
+    assert lock_holder(tmp_path) is None  # a killed one leaves its ids: Holder.killed, the port waited for
