@@ -102,6 +102,9 @@ class Service:
         self.memory = MemoryTrimmer()
         self._stopping = threading.Event()
         self._model_retries = Backoff(MODEL_RETRY_FIRST_SECONDS, MODEL_RETRY_MAX_SECONDS)
+        self._model_lock = threading.Lock()
+        self._model_failure: str | None = None  # why there is no model (after a failed load)
+        self._model_given: set[str] = set()  # the spaces given the model, or its failure, since it changed
 
     @property
     def spaces(self) -> dict[str, Space]:
@@ -121,8 +124,21 @@ class Service:
         """A space that could not open at start did (on the registry's retry thread)."""
         self.peers.add(*_peer_steps(space))
         space.start()
-        if self.embedder is not None:
-            space.attach_embedder(self.embedder)
+        self._give_model(space)
+
+    def _give_model(self, space: Space) -> None:
+        """The model, or why there is none, to `space` once (the loader and a
+        space opened later race: each may be first to see the other)."""
+        with self._model_lock:
+            if space.name in self._model_given:
+                return
+            if self.embedder is not None:
+                space.attach_embedder(self.embedder)
+            elif self._model_failure is not None:
+                space.semantic_unavailable(self._model_failure)
+            else:
+                return  # still loading: the loader gives it
+            self._model_given.add(space.name)
 
     def load_model(self) -> None:
         """Load the embedding model (off the request path) and hand it to every
@@ -139,15 +155,20 @@ class Service:
                 delay = self._model_retries.later(self.load_model)
                 reason = f"{reason}; retrying in {delay:g} s"
             log.warning("semantic_unavailable", reason=reason)
+            with self._model_lock:
+                self._model_failure = reason
+                self._model_given.clear()  # a retry that succeeds gives the model to every space
             for space in self.spaces.values():
-                space.semantic_unavailable(reason)
+                self._give_model(space)
             return
         if self._stopping.is_set():
             return
         self._model_retries.succeeded()
-        self.embedder = embedder
+        with self._model_lock:
+            self.embedder = embedder
+            self._model_given.clear()
         for space in self.spaces.values():
-            space.attach_embedder(embedder)
+            self._give_model(space)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -170,6 +191,9 @@ class Service:
         unopened = self.registry.unopened.get(name) if space is None else None
         if unopened is not None:
             raise SpaceUnavailable(unopened.why)
+        if space is None and self.settings.space_config(name) is not None:
+            # Opened between the two looks above (a retry): a moment, never a 404 a client would not retry.
+            raise SpaceUnavailable(f"space {name} is opening; retry shortly")
         if space is None:
             shown = name if valid_space_name(name) and len(name) <= 64 else "(invalid name)"
             raise UnknownSpace(f"no space named {shown}; GET /spaces lists them")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from notarium_search.index.manifest import Entry, Manifest
-from notarium_search.index.quarantine import READ_BUDGET_SECONDS, Marks
+from notarium_search.index.quarantine import Marks, read_budget
 from notarium_search.index.survey import Pending, survey, to_read
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
@@ -86,7 +86,7 @@ class SpaceIndexer:
         self._done_at_commit = 0  # files the current pass had read at its last commit
         self._root_real = ""  # the space folder's real path, resolved once per pass (open_note)
         self._marks: Marks | None = None  # the note being read, for the next process if this one dies
-        self.clock: Callable[[], float] = time.monotonic  # times each note's read (tests inject it)
+        self.clock: Callable[[], float] = time.thread_time  # the CPU each note's read takes (tests inject it)
 
     def reconcile(
         self,
@@ -302,9 +302,9 @@ class SpaceIndexer:
         if too_big:
             log.warning("note_truncated", space=self.config.name, path=source.path, size=source.size, kept=limit)
         note = parse_note(text, source.path, _file_time(source))
-        took = self.clock() - started
-        if took > READ_BUDGET_SECONDS:  # every edit and rebuild would pay it again
-            why = f"took {took:.1f} s to read (the budget is {READ_BUDGET_SECONDS:g} s): skipped until the file changes"
+        took, budget = self.clock() - started, read_budget(source.size)
+        if took > budget:  # every edit and rebuild would pay it again
+            why = f"took {took:.1f} s to read (the budget is {budget:.1f} s): skipped until the file changes"
             return self._skip_read(entry, progress, source.path, why)
         collections = self.collections.member_of(source.path)
         if collections:

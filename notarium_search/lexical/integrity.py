@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import struct
 import threading
+import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -47,6 +49,7 @@ FILE_ERROR_PREFIXES = (
     "Deserialize error",
     "Internal error",
 )
+VERDICT_SECONDS = 60.0  # a verdict is trusted this long within one commit
 CHECK_ATTEMPTS = 3  # a commit or merge may replace meta.json (and delete segments) during a check
 
 
@@ -136,21 +139,26 @@ def _file_damage(path: Path) -> str | None:
 
 
 class Verdicts:
-    """One check per commit: the verdict is kept while meta.json is the same
-    file (a commit replaces it). Thread-safe: requests failing together wait
-    for one check instead of each reading the whole index."""
+    """At most one check per commit and per VERDICT_SECONDS: the verdict is
+    kept while meta.json is the same file (a commit replaces it), for a
+    minute at most (a segment damaged later, a bad block, must not be called
+    whole until the next commit, which an idle space may never make).
+    Thread-safe: requests failing together wait for one check instead of each
+    reading the whole index."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, clock: Callable[[], float] = time.monotonic) -> None:
         self.directory = directory
+        self.clock = clock
         self._lock = threading.Lock()
-        self._last: tuple[Signature | None, str | None] | None = None
+        self._last: tuple[Signature | None, float, str | None] | None = None
 
     def damage(self) -> str | None:
         """The check's verdict for the index as committed now (see `check`)."""
         with self._lock:
             signature = file_signature(self.directory / "meta.json")
-            if self._last is not None and signature is not None and self._last[0] == signature:
-                return self._last[1]
+            last, now = self._last, self.clock()
+            if last is not None and signature is not None and last[0] == signature and now - last[1] < VERDICT_SECONDS:
+                return last[2]
             verdict = check(self.directory)
-            self._last = (signature, verdict)
+            self._last = (signature, now, verdict)
             return verdict

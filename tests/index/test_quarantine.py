@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -167,3 +168,45 @@ def test_the_mark_lives_in_the_index_folder_never_among_the_notes(poisoned: Vaul
     service.stop()
     assert (poisoned.index_dir / "notes" / MARK_FILE).exists()
     assert not list(Path(poisoned.root / "notes").rglob(MARK_FILE))
+
+
+def test_a_suspect_read_through_is_forgiven(tmp_path: Path):
+    """One strike, then the note read fine: a death while reading it days
+    later (a full reindex) is its first strike again, not its second."""
+    from notarium_search.index.quarantine import Marks
+    from notarium_search.types import SourceFile
+
+    source = SourceFile(path="a.md", abs_path=str(tmp_path / "a.md"), size=10, mtime_ns=5)
+    (tmp_path / MARK_FILE).write_text("a.md\t10\t5\t0")  # the last process died reading it
+    marks = Marks(tmp_path, "notes")
+    assert marks.suspect is not None
+    assert marks.suspect.strikes == 1
+    marks.reading(source)
+    marks.done()
+    assert marks.suspect is None
+    marks.reading(source)  # read again later in the same process, which then dies
+    assert (tmp_path / MARK_FILE).read_text() == "a.md\t10\t5\t0"
+    marks.close()
+
+
+def test_the_read_budget_counts_the_writer_s_cpu_not_the_wait(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """A read that waits (for the GIL, under a load of requests) is not a read
+    that computes: 8 busy threads made a 2 s read take 12 s of wall time."""
+    from notarium_search.index import quarantine
+    from notarium_search.notes.parse import parse_note
+
+    monkeypatch.setattr(quarantine, "READ_BUDGET_SECONDS", 0.05)
+    monkeypatch.setattr(quarantine, "READ_BUDGET_SECONDS_PER_MIB", 0.0)
+
+    def waiting(text: str, path: str, mtime: datetime) -> ParsedNote:
+        time.sleep(0.5)  # ten times the budget, on the wall; no CPU
+        return parse_note(text, path, mtime)
+
+    monkeypatch.setattr("notarium_search.index.indexer.parse_note", waiting)
+    vault.write("a.md", "---\nid: a\n---\nune note qui attend\n")
+    service = vault.service()
+    try:
+        assert ids(service, "attend") == ["a"]
+        assert service.status()[0].skipped_notes == ()
+    finally:
+        service.stop()

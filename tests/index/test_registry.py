@@ -75,3 +75,33 @@ def test_a_space_whose_folder_comes_later_is_served_once_it_is_there(vault: Vaul
         assert ids(service, "good", "café") == ["a"]
     finally:
         service.stop()
+
+
+def test_a_configured_space_between_two_states_is_a_503_never_a_404(vault: Vault):
+    """Opened by a retry between the service's two looks (the open, then the
+    unopened spaces): a client would not retry a 404 unknown_space."""
+    vault.write("a.md", "texte\n")
+    service = Service(vault.settings(watch=False))
+    try:
+        service.registry.opened = {}  # the moment between the two looks, held
+        with pytest.raises(SpaceUnavailable, match="opening"):
+            service.space("notes")
+    finally:
+        service.stop()
+
+
+def test_a_space_opened_later_is_told_why_there_is_no_model(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(registry, "RETRY_FIRST_SECONDS", 0.05)
+    vault.write("b.md", "---\nid: b\n---\nun thé\n", space="broken")
+    vault.index_dir.mkdir()
+    (vault.index_dir / "broken").write_text("a file where its index folder goes")
+    service = Service(vault.settings(watch=False, vector_search=True, model_dir=vault.root.parent / "no-model"))
+    try:
+        service.load_model()  # fails: no pack there (the service does it on a thread of its own)
+        service.start()
+        (vault.index_dir / "broken").unlink()
+        eventually(lambda: "broken" in service.spaces)
+        eventually(lambda: service.spaces["broken"].status().semantic.reason is not None)
+        assert "no-model" in (service.spaces["broken"].status().semantic.reason or "")
+    finally:
+        service.stop()

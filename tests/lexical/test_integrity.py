@@ -51,13 +51,24 @@ def test_a_passing_read_error_says_nothing_of_the_content(lexical_dir: Path, mon
         check(lexical_dir)
 
 
-def test_one_verdict_per_commit(lexical_dir: Path):
-    verdicts = Verdicts(lexical_dir)
+def test_one_verdict_per_commit_for_a_minute_at_most(lexical_dir: Path):
+    now = [0.0]
+    verdicts = Verdicts(lexical_dir, clock=lambda: now[0])
     assert verdicts.damage() is None
     DAMAGE["terms flipped"](lexical_dir.parent)
     assert verdicts.damage() is None  # the same commit: not read again
     meta = lexical_dir / "meta.json"
     meta.write_bytes(meta.read_bytes())  # what a commit does: meta.json replaced
+    assert "checksum mismatch" in (verdicts.damage() or "")
+
+
+def test_a_whole_verdict_is_not_trusted_past_a_minute(lexical_dir: Path):
+    """Damaged later (a bad block) with no commit since: an idle space must not answer 500 for ever."""
+    now = [0.0]
+    verdicts = Verdicts(lexical_dir, clock=lambda: now[0])
+    assert verdicts.damage() is None
+    DAMAGE["terms flipped"](lexical_dir.parent)
+    now[0] = 61.0
     assert "checksum mismatch" in (verdicts.damage() or "")
 
 
