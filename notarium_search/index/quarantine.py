@@ -45,6 +45,7 @@ def read_budget(size: int) -> float:
     """The CPU seconds a note of `size` bytes may take to read."""
     return READ_BUDGET_SECONDS + READ_BUDGET_SECONDS_PER_MIB * size / 2**20
 
+
 log = get_logger(__name__)
 
 Version = tuple[str, int, int]  # path, size, modification time (ns): a note as it was read
