@@ -151,9 +151,13 @@ def _declared_length(scope: Scope) -> int:
 
 async def _send_too_large(send: Send, limit: int) -> None:
     detail = f"request body over {limit} bytes"
-    body = json.dumps({"error": "request_too_large", "detail": detail, "status": 413}).encode()
+    await _send_json(send, 413, {"error": "request_too_large", "detail": detail, "status": 413})
+
+
+async def _send_json(send: Send, status: int, answer: object) -> None:
+    body = json.dumps(answer, separators=(",", ":")).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 413, "headers": headers}
+    start: HTTPResponseStartEvent = {"type": "http.response.start", "status": status, "headers": headers}
     whole: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
     await send(start)
     await send(whole)
@@ -184,12 +188,7 @@ async def _send_invalid_request(send: Send, problem: str) -> None:
     with a null id, and 400, as the SDK answers a message it cannot read."""
     from notarium_search.mcp.request_id import invalid_request
 
-    body = json.dumps(invalid_request(problem), separators=(",", ":")).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 400, "headers": headers}
-    whole: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
-    await send(start)
-    await send(whole)
+    await _send_json(send, 400, invalid_request(problem))
 
 
 def _build_manager(service: Service, settings: Settings) -> StreamableHTTPSessionManager:
