@@ -203,6 +203,7 @@ def _space_status(settings: Settings, config: SpaceConfig, fingerprint: str | No
     """One space's row of `status`: "complete", "partial", "not indexed" or
     "folder unavailable", each channel's state, and in `detail` what is
     missing and what to run."""
+    from notarium_search.index.manifest import named_skipped
     from notarium_search.index.registry import why_unopened
     from notarium_search.index.space import NotIndexed, Space
     from notarium_search.lexical.store import IndexUnreadable
@@ -232,9 +233,9 @@ def _space_status(settings: Settings, config: SpaceConfig, fingerprint: str | No
         manifest = space.indexer.manifest
         saved = manifest.path.stat().st_mtime  # saved after every commit, and at the end of every pass
         row["last_indexed"] = datetime.fromtimestamp(saved).astimezone().isoformat(timespec="seconds")
-        skipped = manifest.skipped_notes()
-        row.update(notes=int(space.lexical.searcher().num_docs), skipped=len(manifest.skipped()))
-        row["skipped_notes"] = [{"path": note.path, "reason": note.reason} for note in skipped]
+        skipped = manifest.skipped()
+        row.update(notes=int(space.lexical.searcher().num_docs), skipped=len(skipped))
+        row["skipped_notes"] = [{"path": note.path, "reason": note.reason} for note in named_skipped(skipped)]
         unsettled = manifest.load_unsettled()
         try:
             pending = space.indexer.pending()

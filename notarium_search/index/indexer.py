@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from notarium_search.index.manifest import Entry, Manifest
+from notarium_search.index.manifest import Entry, Manifest, named_skipped
 from notarium_search.index.quarantine import Marks, read_budget
 from notarium_search.index.survey import Pending, survey, to_read
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
@@ -71,8 +71,7 @@ class SpaceIndexer:
         self.lexical = lexical
         self.manifest = manifest
         self.progress = IndexProgress()
-        self.skipped_total = len(manifest.skipped())
-        self.skipped_notes = manifest.skipped_notes()
+        self._count_skipped()
         self.collections = CollectionRules(config.collections)
         # What the next commit writes, recorded before it (see index/manifest.py).
         self._touched_ids: set[str] = set()
@@ -405,8 +404,12 @@ class SpaceIndexer:
         progress.last_indexed = datetime.now(tz=UTC)
         # Counted here, on the writer thread: status readers must not iterate
         # a manifest the writer is changing.
-        self.skipped_total = len(self.manifest.skipped())
-        self.skipped_notes = self.manifest.skipped_notes()
+        self._count_skipped()
+
+    def _count_skipped(self) -> None:
+        skipped = self.manifest.skipped()
+        self.skipped_total = len(skipped)
+        self.skipped_notes = named_skipped(skipped)
 
 
 def _file_time(source: SourceFile) -> datetime:

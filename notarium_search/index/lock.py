@@ -130,12 +130,6 @@ def lock_holder(directory: Path) -> Holder | None:
         return None
 
 
-def lock_owner(directory: Path) -> tuple[int, int] | None:
-    """The process id of the lock's holder and of its parent, as it wrote them (None: unknown)."""
-    holder = lock_holder(directory)
-    return (holder.pid, holder.parent) if holder is not None else None
-
-
 def command_name() -> str:
     """This process's notarium-search command (`serve`, `mcp`, `index`…), or "" for another program."""
     return next((arg for arg in sys.argv[1:] if arg in COMMANDS), "")

@@ -157,11 +157,11 @@ class Manifest:
         """path → why it is not indexed."""
         return {p: e.skip_reason or "skipped" for p, e in self.entries.items() if e.note_id is None}
 
-    def skipped_notes(self, shown: int = SKIPPED_SHOWN) -> tuple[SkippedNote, ...]:
-        """The first `shown` files not indexed, by path, with why (for status)."""
-        skipped = self.skipped()
-        return tuple(SkippedNote(path, skipped[path]) for path in sorted(skipped)[:shown])
-
     def ids(self) -> dict[str, str]:
         """note id → path, for the notes currently indexed."""
         return {e.note_id: p for p, e in self.entries.items() if e.note_id is not None}
+
+
+def named_skipped(skipped: dict[str, str], shown: int = SKIPPED_SHOWN) -> tuple[SkippedNote, ...]:
+    """The first `shown` of `skipped` (Manifest.skipped), by path, with why (for status)."""
+    return tuple(SkippedNote(path, skipped[path]) for path in sorted(skipped)[:shown])

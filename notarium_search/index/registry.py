@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from notarium_search.index.lock import lock_owner
+from notarium_search.index.lock import lock_holder
 from notarium_search.index.space import Space
 from notarium_search.lexical.store import IndexLocked
 from notarium_search.logsetup import get_logger
@@ -86,7 +86,7 @@ class Spaces:
         self._retries: dict[str, Backoff] = {}
         self._on_open: Callable[[Space], None] | None = None
         self._stopped = threading.Event()
-        self._lock = threading.Lock()  # one open at a time: a retry never races the stop
+        self._lock = threading.Lock()  # one retry's open (or scheduling) at a time
         if shared:
             settings.index_dir.mkdir(parents=True, exist_ok=True)
         with self._elected():
@@ -119,8 +119,8 @@ class Spaces:
         try:
             return Space(config, self.settings, share=True)
         except IndexLocked:
-            owner = lock_owner(self.settings.index_dir / config.name)
-            if owner is None or owner[1] != os.getppid():
+            holder = lock_holder(self.settings.index_dir / config.name)
+            if holder is None or holder.parent != os.getppid():
                 raise
             return Space(config, self.settings, follow=True)
 
@@ -137,9 +137,10 @@ class Spaces:
     def retry(self, on_open: Callable[[Space], None]) -> None:
         """Try the spaces that could not open again, later, each on its own
         timer; `on_open` starts one that opens (the service is running)."""
-        self._on_open = on_open
-        for name, unopened in self.unopened.items():
-            self._retry_later(name, unopened.config)
+        with self._lock:  # a first retry due at once must not find its Unopened written back after it opened
+            self._on_open = on_open
+            for name, unopened in self.unopened.items():
+                self._retry_later(name, unopened.config)
 
     def _retry_later(self, name: str, config: SpaceConfig) -> None:
         backoff = self._retries.setdefault(name, Backoff(RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS))
