@@ -18,10 +18,10 @@ import tantivy
 from tantivy import Occur, Query
 
 from notarium_search.lexical.analysis import Analyzers
+from notarium_search.lexical.typos import typo_forms
 from notarium_search.settings import RankingConfig
 
 MAX_QUERY_UNITS = 32  # more words than this is a pasted paragraph: keep the first ones
-FUZZY_MIN_CHARS = 5  # shorter words have too many neighbours at edit distance 1
 PREFIX_MIN_CHARS = 2  # a one-letter prefix expands to most of the dictionary
 # Typing re-sends every earlier word at each keystroke: their analysis is
 # remembered (a few hundred bytes per entry).
@@ -113,10 +113,13 @@ def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
         if len(units) >= MAX_QUERY_UNITS:
             break
     positive = tuple(t for u in units if not u.excluded for t in u.terms)
-    last = units[-1] if units else None
+    # The word being typed is the last one the user searches for: exclusions
+    # typed after it do not end it ("postgres -mysql" keeps "postgres" a
+    # prefix, as "-mysql postgres" does); a space or a closing quote does.
+    last = next((u for u in reversed(units) if not u.excluded), None)
     typing = bool(text) and not text[-1].isspace() and not text.endswith('"')
     prefix = None
-    if typing and last is not None and not last.phrase and not last.excluded:
+    if typing and last is not None and not last.phrase:
         candidate = last.terms[-1]
         prefix = candidate if len(candidate.plain) >= PREFIX_MIN_CHARS else None
     return QueryPlan(units=tuple(units), prefix=prefix, positive=positive)
@@ -158,6 +161,7 @@ def build_query(
     must: list[Query] = []
     must_not: list[Query] = []
     plain_only = plan.stop_words_only
+    typos = typo_forms(plan, absent_stems)
     for unit in plan.units:
         if unit.excluded:
             must_not.append(_exact(unit, schema))
@@ -165,7 +169,7 @@ def build_query(
             must.append(_exact(unit, schema))
         else:
             for term in unit.terms:
-                should.extend(_word(term, schema, ranking, term is plan.prefix, plain_only, absent_stems))
+                should.extend(_word(term, schema, ranking, term is plan.prefix, plain_only, term.plain in typos))
     free = [t for u in plan.units if not u.excluded and not u.phrase for t in u.terms]  # unquoted, not excluded
     plain_words: list[str | tuple[int, str]] = [t.plain for t in free]
     if not plain_only:
@@ -236,7 +240,7 @@ def _word(
     ranking: RankingConfig,
     is_prefix: bool,
     plain_only: bool,
-    absent_stems: frozenset[str],
+    typo: bool,
 ) -> list[Query]:
     """The word's alternatives (Should clauses): its stem in each field, a typo, a prefix."""
     if term.stem is None:
@@ -252,7 +256,7 @@ def _word(
         ):
             if boost > 0:
                 options.append(Query.boost_query(Query.term_query(schema, field_name, term.stem), boost))
-        if term.stem in absent_stems and len(term.plain) >= FUZZY_MIN_CHARS and ranking.fuzzy_weight > 0:
+        if typo and ranking.fuzzy_weight > 0:
             fuzzy = Query.fuzzy_term_query(schema, "plain", term.plain, distance=1, transposition_cost_one=True)
             options.append(Query.boost_query(fuzzy, ranking.fuzzy_weight))
     if is_prefix and ranking.prefix_weight > 0:

@@ -27,7 +27,8 @@ from typing import NamedTuple
 
 from notarium_search.lexical import analysis
 from notarium_search.lexical.analysis import Analyzers
-from notarium_search.lexical.query import FUZZY_MIN_CHARS, QueryPlan
+from notarium_search.lexical.query import QueryPlan
+from notarium_search.lexical.typos import typo_forms
 from notarium_search.notes.location import heading_path, line_and_column, unpack
 from notarium_search.types import Snippet, TextRange
 
@@ -76,14 +77,13 @@ class HighlightTerms:
         """`absent_stems`: query stems that occur in no note (typos, unfinished words):
         the same words the query matches at one typo."""
         stop_words_only = plan.stop_words_only
-        typos = frozenset(t.plain for t in plan.positive if t.stem in absent_stems and len(t.plain) >= FUZZY_MIN_CHARS)
         # The last word counts as unfinished only if no note contains it whole.
         prefix = plan.prefix
         typing = prefix is not None and (prefix.stem is None or prefix.stem in absent_stems)
         return cls(
             stems=frozenset(t.stem for u in plan.units if not u.excluded for t in u.terms if t.stem),
             exact=frozenset(t.plain for t in plan.positive) if stop_words_only else frozenset(),
-            typos=frozenset() if stop_words_only else typos,
+            typos=typo_forms(plan, absent_stems),
             prefix=prefix.plain if typing and prefix is not None else None,
         )
 

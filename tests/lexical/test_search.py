@@ -94,6 +94,14 @@ def test_last_word_is_a_prefix_while_typing(service):
     assert ids(service.search("notes", "tom ", NO_FILTER, 10)) == []
 
 
+def test_an_exclusion_typed_after_the_last_word_keeps_it_a_prefix(service):
+    # Issue 29: "postgres -mysql" lost the prefix match "-mysql postgres" kept.
+    assert ids(service.search("notes", "-agent tom", NO_FILTER, 10)) == ["other"]
+    assert ids(service.search("notes", "tom -agent", NO_FILTER, 10)) == ["other"]
+    assert ids(service.search("notes", "tom -agen", NO_FILTER, 10)) == ["other"]
+    assert ids(service.search("notes", "tom -agent ", NO_FILTER, 10)) == []
+
+
 def test_typo_matches_but_ranks_below_exact(service):
     response = service.search("notes", "tomatos", NO_FILTER, 10)  # one edit from "tomates"
     assert ids(response) == ["other"]
