@@ -14,13 +14,25 @@ if TYPE_CHECKING:  # query.py builds its clauses from this module's rule
     from notarium_search.lexical.query import QueryPlan
 
 FUZZY_MIN_CHARS = 5  # shorter words have too many neighbours at edit distance 1
+# When no word of the query is known to any note, the query is as likely a
+# made-up word as a misspelt one, and a short word has real neighbours at one
+# edit in any large vocabulary ("grazy" → crazy, gray): such a word must be
+# longer to be matched at one typo. Measured with bench/heldout.py and
+# bench/noanswer.py (docs/relevance.md): at 5 letters 5 % of the made-up words
+# of a computing dictionary found notes through a typo, at 7 none; a misspelt
+# word of 7 letters or more ("tomatos", "interoperabilte") is still found.
+FUZZY_MIN_CHARS_ALL_UNKNOWN = 7
 
 
 def typo_forms(plan: QueryPlan, absent_stems: Set[str]) -> frozenset[str]:
     """The plain forms of the query words matched at one typo: words no note
     contains (`absent_stems`: their stems occur in no note) of FUZZY_MIN_CHARS
-    letters or more. A word that matches something needs no typo tolerance,
-    and a fuzzy clause costs more than every other clause together."""
+    letters or more, FUZZY_MIN_CHARS_ALL_UNKNOWN when no word of the query is
+    in any note (stop words aside). A word that matches something needs no
+    typo tolerance, and a fuzzy clause costs more than every other clause together."""
     if plan.stop_words_only:
         return frozenset()
-    return frozenset(t.plain for t in plan.positive if t.stem in absent_stems and len(t.plain) >= FUZZY_MIN_CHARS)
+    words = [t for t in plan.positive if t.stem is not None]
+    unknown = [t for t in words if t.stem in absent_stems]
+    least = FUZZY_MIN_CHARS_ALL_UNKNOWN if len(unknown) == len(words) else FUZZY_MIN_CHARS
+    return frozenset(t.plain for t in unknown if len(t.plain) >= least)
