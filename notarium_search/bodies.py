@@ -72,6 +72,10 @@ class SearchResult(NoteOut):
     anchor: str | None = None  # its section as a link names it: [[note#anchor]]
     line: int | None = None  # 1-based line in the file of its first highlight
     column: int | None = None
+    # The query names this note: which of its names it is ("file_name",
+    # "title", "alias", "id", "path"), or starts with while typed ("title_prefix"…).
+    # Such notes come first (docs/ranking.md, "Known items").
+    known: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +279,7 @@ def search_result(hit: SearchHit, explain: bool = False) -> SearchResult:
         reason=hit.reason,
         explain=trace,
         open_url=hit.open_url,
+        known=hit.known,
         **_where(hit),
     )
 

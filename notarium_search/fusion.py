@@ -129,7 +129,17 @@ def ranking(results: Sequence[ChannelResult], config: FusionConfig) -> list[Fuse
     for result in answering:
         weights[result.channel] *= result.weight  # a channel weak on this query counts less
     fused = rrf(rankings, config.k, weights, scores, config.score_floor)
-    return [entry for entry in fused if entry.note_id in standing]
+    return named_first([entry for entry in fused if entry.note_id in standing], answering)
+
+
+def named_first(fused: list[Fused], results: Sequence[ChannelResult]) -> list[Fused]:
+    """The notes the query names (a hit's `known`: lexical/known.py) before
+    every other, in their own order; the rest as fused. However the other
+    channels rank a named note, it stays first: a quick switcher's promise."""
+    named = {h.note_id: h.known.order for r in results for h in r.hits if h.known is not None}
+    if not named:
+        return fused
+    return sorted(fused, key=lambda entry: (0, named[entry.note_id]) if entry.note_id in named else (1,))
 
 
 def found_by(results: Sequence[ChannelResult]) -> dict[str, dict[str, ChannelHit]]:
@@ -208,6 +218,7 @@ def hits(
                 channels={channel: c.rank for channel, c in entry.trace.items() if channel != PHRASE},
                 trace=trace,
                 reason=next((h.reason for h in by_channel.values() if h.reason), None),
+                known=next((h.known.name for h in by_channel.values() if h.known is not None), None),
             )
         )
     return tuple(merged)

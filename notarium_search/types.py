@@ -87,6 +87,17 @@ class Snippet:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownName:
+    """The query names the note: it is one of the note's names (or, while the
+    last word is typed, the start of one) once case, accents, punctuation and
+    a ".md" suffix are folded away. Such notes come before every other hit,
+    ordered by `order` (lexical/known.py)."""
+
+    name: str  # which name: "path", "file_name", "title", "alias" or "id"; "…_prefix" while typing
+    order: tuple[int | str, ...]  # best first: exact before prefix, then as wiki-links resolve
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelHit:
     """One note found by one channel, with what that channel knows about it."""
 
@@ -102,6 +113,7 @@ class ChannelHit:
     # What the channel needs to cut this hit's snippets later, if fusion keeps
     # it (`Channel.snippets`): only the channel that made it reads it.
     evidence: Any = field(default=None, compare=False, repr=False)
+    known: KnownName | None = None  # lexical: the query names this note (fusion puts it first)
 
     def __post_init__(self) -> None:
         if self.note is not None and not self.note_id:
@@ -184,6 +196,7 @@ class SearchHit:
     trace: dict[str, ChannelTrace] = field(default_factory=dict)  # contributions sum to score
     reason: str | None = None  # graph channel: "linked from: …"
     open_url: str | None = None  # opens the note in its editor (the space's open_url template)
+    known: str | None = None  # the note's name the query is (KnownName.name), if any
 
     def placed(self) -> Snippet | None:
         """Where the best match is: the first snippet placed in the note's body (None: title only, no body)."""

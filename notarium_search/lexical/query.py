@@ -217,6 +217,11 @@ def build_filter_terms(plan: QueryPlan, schema: tantivy.Schema) -> list[tuple[Oc
     return clauses
 
 
+def exclusions(plan: QueryPlan, schema: tantivy.Schema) -> list[Query]:
+    """The query's excluded words and phrases (a hit may hold none of them)."""
+    return [_exact(unit, schema) for unit in plan.units if unit.excluded]
+
+
 def _term(schema: tantivy.Schema, term: Term, plain: bool) -> Query:
     if plain or term.stem is None:
         return Query.term_query(schema, "plain", term.plain)
@@ -251,6 +256,7 @@ def _word(
         options = [Query.term_query(schema, "text", term.stem)]
         for field_name, boost in (
             ("title", ranking.title_boost),
+            ("file_name", ranking.file_name_boost),
             ("aliases", ranking.aliases_boost),
             ("headings", ranking.headings_boost),
         ):

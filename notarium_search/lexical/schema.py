@@ -14,12 +14,13 @@ from typing import Any
 import msgspec
 import tantivy
 
+from notarium_search.lexical import known
 from notarium_search.lexical.analysis import MAX_TOKEN_CHARS, Analyzers
 from notarium_search.notes import location
 from notarium_search.notes.parse import flatten_meta
 from notarium_search.types import NoteSummary, ParsedNote, WikiLink
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8  # 8: the names of a note (lexical/known.py), its file name searched
 
 # Tantivy stores a date as i64 nanoseconds since the epoch and refuses any
 # other (a document, or a range query bound): a note dated 1515 is indexed as
@@ -47,6 +48,11 @@ def build_schema(analyzers: Analyzers) -> tantivy.Schema:
     sb.add_text_field("title", tokenizer_name=stemmed)
     sb.add_text_field("aliases", tokenizer_name=stemmed)
     sb.add_text_field("headings", tokenizer_name=stemmed)
+    # The file name's words, when they are not the title's: `Accueil.md`
+    # titled "Aide Obsidian" is found by "accueil" (ranking.file_name_boost).
+    sb.add_text_field("file_name", tokenizer_name=stemmed)
+    # Every name of the note, folded, each one whole term: known items.
+    sb.add_text_field(known.FIELD, tokenizer_name="raw", index_option="basic")
     # Everything a reader would search, in one BM25 field: on piaf-fr one
     # combined field beat separate title/body fields (docs/ranking.md).
     sb.add_text_field("text", tokenizer_name=stemmed)
@@ -190,6 +196,12 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         doc.add_text("aliases", alias)
     for heading in note.headings:
         doc.add_text("headings", heading)
+    names = known.note_names(note.id, note.path, note.title, note.aliases)
+    stem = note.path.rsplit("/", 1)[-1].removesuffix(".md")
+    if known.name_key(stem) != known.name_key(note.title):
+        doc.add_text("file_name", stem)
+    for name in names:
+        doc.add_text(known.FIELD, name)
     # Headings are already part of the body text; tags become words too.
     searchable = "\n".join((note.title, *note.aliases, " ".join(note.tags), note.text))
     doc.add_text("text", searchable)

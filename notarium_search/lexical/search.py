@@ -9,10 +9,11 @@ from dataclasses import dataclass
 import tantivy
 from tantivy import FieldType, Occur, Order, Query
 
+from notarium_search.lexical import known
 from notarium_search.lexical.analysis import Analyzers
 from notarium_search.lexical.cursor import CursorCodec, InvalidCursor
 from notarium_search.lexical.phrase import phrase_test
-from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, plan_query
+from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, exclusions, plan_query
 from notarium_search.lexical.schema import (
     Payload,
     decode_head,
@@ -23,7 +24,7 @@ from notarium_search.lexical.schema import (
 from notarium_search.lexical.snippets import MAX_SNIPPETS, HighlightTerms, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import RankingConfig
-from notarium_search.types import ChannelHit, ChannelResult, FeedFilter, FeedPage, NoteSummary, Snippet
+from notarium_search.types import ChannelHit, ChannelResult, FeedFilter, FeedPage, KnownName, NoteSummary, Snippet
 
 CHANNEL = "lexical"
 FEED_TIE_SLACK = 32  # extra rows fetched so a page boundary rarely splits equal keys
@@ -52,11 +53,19 @@ def search(
         build_query(plan, index.schema, ranking, absent_stems, index.analyzers.language), filters, index.schema
     )
     result = searcher.search(query, limit, count=False)
+    named = _named(index, searcher, text, plan, filters)[:limit]
     terms = HighlightTerms.from_plan(plan, absent_stems)
     holds_phrase = phrase_test(unicodedata.normalize("NFC", text)) if phrase_depth else None
     snippet_depth = 0 if not with_snippets else limit if snippet_depth is None else snippet_depth
+    # The notes the query names first (lexical/known.py), each at the best
+    # score of the list: the order says which comes first, and the channel's
+    # spread of scores (fusion's modulation) stays that of its words.
+    top = float(result.hits[0][0]) if result.hits else 1.0
+    first = {(a.segment_ord, a.doc): name for a, name in named}
+    rows: list[tuple[float, tantivy.DocAddress, KnownName | None]] = [(top, a, name) for a, name in named]
+    rows += [(float(s), a, None) for s, a in result.hits if (a.segment_ord, a.doc) not in first]
     hits = []
-    for rank, (score, address) in enumerate(result.hits):
+    for rank, (score, address, name) in enumerate(rows[:limit]):
         raw = _raw_payload(searcher, address)
         # The stored note and the query's terms: enough to cut the snippets
         # later (`snippets_of`), for the hits fusion keeps.
@@ -65,11 +74,30 @@ def search(
             payload = decode_payload(raw)
             exact = holds_phrase is not None and rank < phrase_depth and holds_phrase(payload.title, payload.text)
             snippets = _cut(payload, terms, index.analyzers) if rank < snippet_depth else ()
-            hits.append(ChannelHit(payload.summary(), float(score), snippets, exact=exact, evidence=later))
+            hits.append(ChannelHit(payload.summary(), score, snippets, exact=exact, evidence=later, known=name))
         else:  # deep: fusion will drop most of these, so only the note's head is decoded now
-            hits.append(ChannelHit(decode_head(raw).summary(), float(score), (), evidence=later))
+            hits.append(ChannelHit(decode_head(raw).summary(), score, (), evidence=later, known=name))
     unmatched = tuple(dict.fromkeys(t.surface for t in absent if not _prefix_matches(searcher, plan, t)))
     return ChannelResult(CHANNEL, tuple(hits), unmatched)
+
+
+def _named(
+    index: LexicalIndex, searcher: tantivy.Searcher, text: str, plan: QueryPlan, filters: FeedFilter
+) -> list[tuple[tantivy.DocAddress, KnownName]]:
+    """The notes the query names, best first (lexical/known.py), within its exclusions and filters."""
+    wanted = known.NameQuery.of(text, plan)
+    if wanted is None:
+        return []
+    excluded = [(Occur.MustNot, q) for q in exclusions(plan, index.schema)]
+
+    def within(query: Query) -> Query:
+        return _with_filters(Query.boolean_query([(Occur.Must, query), *excluded]), filters, index.schema)
+
+    def head(address: tantivy.DocAddress) -> tuple[str, str, str, tuple[str, ...]]:
+        note = decode_head(_raw_payload(searcher, address))
+        return note.id, note.path, note.title, note.aliases
+
+    return known.find(searcher, index.schema, wanted, within, head)
 
 
 def _absent_terms(searcher: tantivy.Searcher, plan: QueryPlan) -> list[Term]:

@@ -67,6 +67,10 @@ class RankingConfig:
     title_boost: float = 0.25
     """Extra weight of a term found in the title field, on top of the combined
     text field that already contains the title. 0 disables."""
+    file_name_boost: float = 0.25
+    """Extra weight of a term found in the note's file name, when the file
+    name is not its title (a title from the frontmatter or the first heading):
+    as the title's, so that either name finds the note alike."""
     aliases_boost: float = 0.5
     """Extra weight of a term found in a frontmatter alias."""
     headings_boost: float = 0.2

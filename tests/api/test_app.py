@@ -123,8 +123,10 @@ def test_search_shape(client):
         "anchor",
         "line",
         "column",
+        "known",
     }
     assert first["open_url"] is None  # not an Obsidian vault, no template
+    assert first["known"] is None  # the query names no note
     assert first["id"] == "agent"
     assert first["channels"] == {"lexical": 1}
     assert first["reason"] is None

@@ -1,0 +1,141 @@
+"""Known items: the query names a note, and that note comes first.
+
+The Spotlight's first job is a quick switcher's: type a note's file name, its
+title, an alias or its id and that note is the first hit, whatever the
+channels think of its words (BM25 puts "Espaces de travail" above "Espace de
+travail" for `Espace de travail`: one stem for both, and a longer note). So
+each note's names are indexed folded (case, accents and punctuation away, a
+".md" suffix dropped: `name_key`) as whole terms of one raw field, and a query
+is looked up there, once as a whole and, while its last word is typed, as the
+start of a name:
+
+1. the notes one of whose names *is* the query, ranked as wiki-links resolve
+   (graph/links.py, as Obsidian does): path, then file name, title, alias,
+   id; then the shortest path;
+2. while typing, the notes one of whose names *starts with* it, the shortest
+   name first ("Paramètres" before "Paramètres de langue" for `Paramètres`),
+   then as above. Once the last word is finished (a trailing space, a closed
+   quote), only names going on with a new word count: `rust ` is not `rustc`.
+
+Fusion keeps them first in every mode (fusion.ranking): the semantic and
+graph channels never push a named note down. Exclusions and filters apply to
+them as to any hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import tantivy
+from tantivy import Query
+
+from notarium_search.lexical import analysis
+from notarium_search.lexical.query import PREFIX_MIN_CHARS, QueryPlan
+from notarium_search.types import KnownName
+
+FIELD = "names"
+# A name is folded to at most this many characters: longer titles are
+# sentences, and a raw term must stay far below Tantivy's 65,530-byte limit.
+NAME_KEY_MAX_CHARS = 200
+# Names that share the query, or start with it, looked at per query: notes
+# beyond these are found by their words like any other.
+EXACT_NOTES = 50
+PREFIX_NAMES = 50  # the shortest names starting with the typed text
+# While typing, the names starting with the text are read from the term
+# dictionary (their count is bounded by the vault's names, ~3 per note); a
+# text this short ("pa") would list too many to be a useful ranking.
+PREFIX_KEY_MIN_CHARS = PREFIX_MIN_CHARS
+# How the names of one note rank, best first: as wiki-links resolve them.
+LEVELS = ("path", "file_name", "title", "alias", "id")
+_EXACT, _PREFIX = 0, 1
+
+
+def name_key(text: str) -> str:
+    """The folded form names and queries are compared by: the words of the
+    text as the index's plain analyzer reads them (lowercase, accents folded,
+    punctuation a separator), one space apart; a trailing ".md" dropped."""
+    text = text.strip()
+    if text[-3:].casefold() == ".md":
+        text = text[:-3]
+    return " ".join(analysis.FOLD.analyze(text[: NAME_KEY_MAX_CHARS * 2]))[:NAME_KEY_MAX_CHARS].rstrip()
+
+
+def note_names(note_id: str, path: str, title: str, aliases: Iterable[str]) -> dict[str, str]:
+    """Each folded name of a note → its best level (LEVELS). A path is a name
+    of its own only below the root (a root note's path is its file name)."""
+    stem = path.rsplit("/", 1)[-1]
+    named = [("path", path if "/" in path else ""), ("file_name", stem), ("title", title)]
+    named += [("alias", alias) for alias in aliases]
+    named.append(("id", note_id))
+    keys: dict[str, str] = {}
+    for level, name in named:
+        key = name_key(name)
+        if key:
+            keys.setdefault(key, level)
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class NameQuery:
+    """What a query says as a name: its folded form, and whether its last word is still being typed."""
+
+    key: str
+    typing: bool
+
+    @classmethod
+    def of(cls, text: str, plan: QueryPlan) -> NameQuery | None:
+        """None when the query is no name: no word to search for."""
+        words = [t.surface for u in plan.units if not u.excluded for t in u.terms]
+        stripped = text.rstrip()
+        if words and words[-1].casefold() == "md" and stripped[-3:].casefold() == ".md":
+            words.pop()  # "Accueil.md": the file's name
+        key = name_key(" ".join(words))
+        if not key:
+            return None
+        return cls(key, typing=bool(text) and not text[-1].isspace() and not text.endswith('"'))
+
+
+def find(
+    searcher: tantivy.Searcher,
+    schema: tantivy.Schema,
+    wanted: NameQuery,
+    within: Callable[[Query], Query],
+    heads: Callable[[tantivy.DocAddress], tuple[str, str, str, tuple[str, ...]]],
+) -> list[tuple[tantivy.DocAddress, KnownName]]:
+    """The notes the query names, best first. `within` adds the query's
+    exclusions and filters to a query; `heads` reads a found note's (id, path,
+    title, aliases)."""
+    keys = [wanted.key, *_names_starting(searcher, wanted)]
+    found = searcher.search(within(Query.term_set_query(schema, FIELD, keys)), EXACT_NOTES + PREFIX_NAMES, count=False)
+    ranked = []
+    for _, address in found.hits:
+        note_id, path, title, aliases = heads(address)
+        known = rank(wanted, note_names(note_id, path, title, aliases), path)
+        if known is not None:
+            ranked.append((known.order, address, known))
+    ranked.sort(key=lambda item: item[0])
+    return [(address, known) for _, address, known in ranked]
+
+
+def rank(wanted: NameQuery, names: dict[str, str], path: str) -> KnownName | None:
+    """How well the query names a note with these names (note_names), if it does."""
+    level = names.get(wanted.key)
+    if level is not None:
+        return KnownName(level, (_EXACT, LEVELS.index(level), len(path), path))
+    go_on = wanted.key if wanted.typing else wanted.key + " "
+    starting = [(len(key), LEVELS.index(level)) for key, level in names.items() if key.startswith(go_on)]
+    if not starting:
+        return None
+    length, best = min(starting)
+    return KnownName(LEVELS[best] + "_prefix", (_PREFIX, length, best, len(path), path))
+
+
+def _names_starting(searcher: tantivy.Searcher, wanted: NameQuery) -> list[str]:
+    """The shortest PREFIX_NAMES names going on from the query (none for a text too short)."""
+    if len(wanted.key) < PREFIX_KEY_MIN_CHARS:
+        return []
+    go_on = wanted.key if wanted.typing else wanted.key + " "
+    names = [term for term, _ in searcher.terms_with_prefix(FIELD, go_on) if term != wanted.key]
+    names.sort(key=lambda name: (len(name), name))
+    return names[:PREFIX_NAMES]
