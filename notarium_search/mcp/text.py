@@ -75,6 +75,16 @@ def search_text(
     return "\n".join(lines)
 
 
+# What a hit's `known` says, for an assistant: why this note comes first.
+_NAMES = {"path": "its path", "file_name": "its file name", "title": "its title", "alias": "an alias", "id": "its id"}
+
+
+def _named(known: str) -> str:
+    name = known.removesuffix("_prefix")
+    what = _NAMES.get(name, name)
+    return f"the start of {what}" if known != name else what
+
+
 def _hit_lines(rank: int, hit: SearchHit) -> list[str]:
     found_by = ", ".join(f"{channel} #{place}" for channel, place in hit.channels.items())
     lines = [
@@ -88,6 +98,8 @@ def _hit_lines(rank: int, hit: SearchHit) -> list[str]:
         lines.append(f"   at: {hit.note.path}:{best.line}{section}")
     if hit.reason:
         lines.append(f"   why: {hit.reason}")
+    if hit.known:
+        lines.append(f"   named: the query is {_named(hit.known)}")
     if hit.open_url:
         lines.append(f"   open: {hit.open_url}")
     lines.extend(f"   > {_marked(snippet)}" for snippet in hit.snippets)

@@ -120,3 +120,15 @@ def test_get_note_opens_a_note_with_an_id_by_its_path_or_title(vault: Vault, fre
         assert 'Notes related to "Registre DORA" (id: dora-registre)' in text
         message = mcp_refused(client, "get_note", note="Note absente")
         assert "no note with id 'Note absente' in space notes, nor with that path, file name, title or alias" in message
+
+
+def test_a_search_that_names_a_note_says_so(vault: Vault, french: Service):
+    """Issue 29: the note the query names comes first, and the answer says by which name."""
+    with TestClient(create_app(vault.settings(), french, start_indexing=False), base_url=BASE_URL) as client:
+        text, data = mcp_call(client, "search_notes", query="agent-sans-api.md", space="notes")
+        assert data["results"][0]["id"] == "z-agent"
+        assert data["results"][0]["known"] == "file_name"
+        assert "named: the query is its file name" in text.split("\n2. ")[0]
+        text, data = mcp_call(client, "search_notes", query="L'agent sans A", space="notes")
+        assert data["results"][0]["known"] == "title_prefix"
+        assert "named: the query is the start of its title" in text
