@@ -3,11 +3,16 @@ as saved (frontmatter included, so that `path:line` opens at the right place
 in any editor), and the headings it sits under. Pure: no I/O.
 
 The plain text (notes/markdown.py) drops markup but keeps the words in order,
-so each line of the body is tied to the plain text by its first word, found
-just after where the previous line's was (a line's markup cannot move its
-words past the next line's). A line whose first word the plain text does not
-hold (a wiki-link shown by its alias, a table rule) gets no anchor; a place
-takes the line of the nearest anchor before it.
+so each line of the body is tied to the plain text by its first word shown
+(not a list's number, a callout's `[!type]`, an HTML tag's name, a wiki-link's
+target before its alias, a code fence's info string), found as a whole word
+followed by the rest of its line, after the text the previous line is seen to
+hold as is (a line's markup cannot move its words past the next line's). A
+line with no word found (a table rule, a comment) gets no anchor; a place
+takes the line of the nearest anchor before it. Of the words of 1,500
+Markdown files on this machine (240,000), 96.8 % are placed on their own line
+and column (81.5 % when each line's first word was found anywhere after the
+previous one's: `qu'on` in the previous line's `qui`).
 
 Linear in the note (issue 28). A search that finds nothing leaves the window
 of the next one where it was, so the words of a thousand lines after a long
@@ -32,10 +37,29 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 _WORD = re.compile(r"\w{2,}")
-# A line's first word: the start of a line, anything but a word on it, the word.
-_FIRST_WORD = re.compile(r"^[^\n]*?(\w{2,})", re.M)
+# A line's first word: the start of a line, the line prefix notes/markdown.py
+# drops (blanks, `>` quote markers, a list marker and its checkbox, an ordered
+# list's number) and a callout's `[!type]`, as one atomic group (no backtracking
+# into it: a long line of blanks with no word is read once), then anything but
+# a word, then the word. The list number `10.` and the callout's type are not
+# in the plain text: taken for a line's first word, they were found elsewhere.
+_FIRST_WORD = re.compile(
+    r"^(?>[ \t]*(?:>[ \t]?)*(?:[-*+][ \t]+\[[ xX]\][ \t]+|[-*+][ \t]+|\d+[.)][ \t]+)?(?:\[!\w+\][+-]?)?)"
+    r"[^\n]*?(\w{2,})",
+    re.M,
+)
 # Characters of the markup notes/markdown.py removes or rewrites inside a line.
 _MARKUP = re.compile(r"[\[\]*_`<>=~|!(#%$]+")
+# Words a line holds and the plain text does not show: an HTML tag's (as
+# notes/markdown.py drops tags), a wiki-link's target when it has an alias.
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]*)?/?>")
+_WIKILINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
+# A code fence's line: its info string (```` ```js ````) is not shown.
+_FENCE = re.compile(r" {0,3}(?:`{3}|~{3})")
+# Where the words a line shows may start when its first word is not found
+# anyway: after a `|` or a `>`.
+_SHOWN_AFTER = re.compile(r"[|>]+")
+SHOWN_AFTER_TRIES = 3  # such places tried per line
 # How far past the previous line's length the next line's first word may be
 # found: what markup removal and block spacing may leave between them.
 SLACK_CHARS = 200
@@ -43,6 +67,9 @@ SLACK_CHARS = 200
 # per character of the body and of the plain text, and MISSED_SEARCH_CHARS more.
 MISSED_SEARCH_FACTOR = 32
 MISSED_SEARCH_CHARS = 1_000_000
+# How much of the text that follows a word on its line must follow it in the
+# plain text too, for a place of the word there to be taken before the others.
+CONFIRM_CHARS = 40
 
 Anchor = tuple[int, int, int]  # (offset in the plain text, 1-based line, 1-based column) of a line's first word
 
@@ -54,7 +81,13 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
     one more after each run of markup characters that shifts the words
     (`[[Cible|alias]] des prestataires`), so that columns stay exact after it.
     One pass of one expression over the body finds each line's first word
-    (a split and a search per line cost a quarter of a note's parse)."""
+    (a split and a search per line cost a quarter of a note's parse).
+
+    A word is taken where the plain text holds it as a whole word followed by
+    what follows it on its line (`_find_word`), and the next line is looked
+    for after the text the plain text is seen to hold verbatim: the `qu` of a
+    wrapped line's `qu'on` was found in the previous line's `qui`, and all its
+    words reported 53 columns off."""
     anchors: list[Anchor] = []
     cursor, reach, number, counted = 0, len(plain), first_line, 0
     budget = MISSED_SEARCH_FACTOR * (len(body) + len(plain)) + MISSED_SEARCH_CHARS
@@ -64,21 +97,40 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
         counted = start
         end = body.find("\n", start)
         end = len(body) if end < 0 else end
-        word, column = first[1], first.start(1) - start
-        high = min(reach, len(plain))
-        low = cursor if budget > 0 else max(cursor, high - SLACK_CHARS - len(word))
-        at = plain.find(word, low, high)
-        if at < 0:
-            budget -= max(0, high - low)
+        if _FENCE.match(body, start):
             continue
+        word, word_start = first[1], first.start(1)
+        hidden = _hidden_end(body, word_start, end)
+        if hidden >= 0:
+            shown = _shown_word(body, hidden, end)
+            if shown is None:
+                continue
+            word, word_start = shown[0], shown.start()
+        high = min(reach, len(plain))
+        at, tries, after = -1, SHOWN_AFTER_TRIES, word_start
+        while True:
+            low = cursor if budget > 0 else max(cursor, high - SLACK_CHARS - len(word))
+            at, cost = _find_word(plain, body, word, word_start, end, low, high)
+            budget -= cost
+            if at >= 0 or tries == 0:
+                break
+            # Not shown (a wiki-link's target, an HTML tag): the words after its `|` or `>` may be.
+            shown = _SHOWN_AFTER.search(body, after, end)
+            following = _WORD.search(body, shown.end(), end) if shown is not None else None
+            if following is None:
+                break
+            word, word_start, after, tries = following[0], following.start(), following.end(), tries - 1
+        if at < 0:
+            continue
+        column = word_start - start
         anchors.append((at, number, column + 1))
-        shift, cursor = at - column, at + 1
+        shift, cursor = at - column, _after_verbatim(body, plain, word_start, end, at, len(word))
         reach = at + (end - start) + SLACK_CHARS + len(word)  # the next line starts within this line's reach
         following_start = -1
-        for markup in _MARKUP.finditer(body, first.end(1), end):
+        for markup in _MARKUP.finditer(body, word_start + len(word), end):
             if markup.end() <= following_start:
                 continue  # no word before the one this run would find again
-            following = _WORD.search(body, markup.end(), end)
+            following = _shown_word(body, markup.end(), end)
             if following is None:
                 break
             following_start = following.start()
@@ -87,15 +139,88 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
             # current shift puts it (a wiki-link's target, shown by its alias, is not found).
             high = column + shift + len(following[0])
             low = cursor if budget > 0 else max(cursor, high - SLACK_CHARS - len(following[0]))
-            found = plain.find(following[0], low, high)
+            found, cost = _find_word(plain, body, following[0], following_start, end, low, high)
+            budget -= cost
             if found < 0:
-                budget -= max(0, high - low)
                 continue
             if found - column != shift:
                 anchors.append((found, number, column + 1))
                 shift = found - column
-            cursor = found + 1
+            cursor = _after_verbatim(body, plain, following_start, end, found, len(following[0]))
     return tuple(anchors)
+
+
+def _shown_word(body: str, pos: int, end: int) -> re.Match[str] | None:
+    """The first word of body[pos:end] that the plain text shows."""
+    while (word := _WORD.search(body, pos, end)) is not None:
+        hidden = _hidden_end(body, word.start(), end)
+        if hidden < 0:
+            return word
+        pos = hidden
+    return None
+
+
+def _hidden_end(body: str, start: int, end: int) -> int:
+    """Where the text the word at `start` belongs to and the plain text does
+    not show ends: an HTML tag's name (`<processor>`, the word found further
+    on as "microprocessor"), a wiki-link's target before its alias (to just
+    after the `|`); -1 when the word is shown. Each pattern stops at the next
+    bracket or line end: linear."""
+    if start and (body[start - 1] == "<" or body.startswith("</", start - 2)):
+        tag = _TAG.match(body, body.rfind("<", 0, start), end)
+        if tag is not None:
+            return tag.end()
+    elif start > 1 and body.startswith("[[", start - 2):
+        link = _WIKILINK.match(body, start - 2, end)
+        if link is not None and "|" in link[1]:
+            return link.start(1) + link[1].index("|") + 1
+    return -1
+
+
+def _find_word(
+    plain: str, body: str, word: str, word_start: int, line_end: int, low: int, high: int
+) -> tuple[int, int]:
+    """Where in plain[low:high] the body's word at `word_start` is, and what
+    the search read past that place (charged to the budget of missed searches).
+
+    The first place where the plain text goes on as the line does (up to
+    CONFIRM_CHARS, or the next markup), else the first where the word is
+    whole, else the first where it starts a word, else the first at all (a
+    word the markup glues to another: `[[chat]]s` is "chats"). Each place is
+    checked in constant time, so the search reads the window once."""
+    size = len(word)
+    found = plain.find(word, low, high)
+    if found < 0:
+        return -1, max(0, high - low)
+    markup = _MARKUP.search(body, word_start + size, min(line_end, word_start + CONFIRM_CHARS))
+    confirm = body[word_start : markup.start() if markup is not None else min(line_end, word_start + CONFIRM_CHARS)]
+    confirm = confirm.rstrip()
+    best, best_rank = found, -1
+    at = found
+    while at >= 0:
+        before = at == 0 or not _is_word(plain[at - 1])
+        after = at + size == len(plain) or not _is_word(plain[at + size])
+        if before and after and plain.startswith(confirm, at):
+            return at, 0 if at == found else at - found
+        rank = 2 if before and after else 1 if before else 0
+        if rank > best_rank:
+            best, best_rank = at, rank
+        at = plain.find(word, at + 1, high)
+    return best, max(0, high - found)
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _after_verbatim(body: str, plain: str, word_start: int, line_end: int, at: int, size: int) -> int:
+    """Where the plain text goes on after the body's text from `word_start`
+    to the next markup or the end of its line, when it holds that text as is
+    at `at`; else just after the word. A line of prose is held as is: the
+    next line is then looked for after it, not in it."""
+    markup = _MARKUP.search(body, word_start + size, line_end)
+    verbatim = body[word_start : markup.start() if markup is not None else line_end].rstrip()
+    return at + len(verbatim) if plain.startswith(verbatim, at) else at + size
 
 
 def pack(anchors: Sequence[Anchor]) -> bytes:

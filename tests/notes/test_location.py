@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from notarium_search.notes.location import heading_path, line_and_column, pack, unpack
 from notarium_search.notes.parse import parse_note
+from tests.conftest import PROJECT_ROOT
 
 WHEN = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -48,3 +51,42 @@ def test_a_line_the_plain_text_rewrites_takes_the_nearest_line_before():
     text = "Avant.\n\n| a | b |\n|---|---|\n| un | deux |\n\nAprès.\n"
     assert place(text, "deux")[0] == (5, 8)
     assert place(text, "Après")[0] == (7, 1)
+
+
+# -- each line tied to its own place in the plain text (issue 29, item 3) --------------------
+
+
+def test_a_wrapped_line_that_starts_with_an_elision_is_placed_on_its_own_words():
+    # "qu" was found in the previous line's "qui": every word of line 12 was 53 columns off
+    # (the sample vault's zettel/agent-sans-api.md: `interopérabilité` reported at 12:93, not 12:40).
+    text = (PROJECT_ROOT / "docs/sample-vault/carnet/zettel/agent-sans-api.md").read_text(encoding="utf-8")
+    assert place(text, "interopérabilité") == ((12, 40), ("L'agent sans API est aveugle",))
+    assert place(text, "qu'on")[0] == (12, 1)
+
+
+def test_a_callout_title_is_placed_on_its_line():
+    # The callout's type was the line's first word, which the plain text does not hold: the
+    # title took the place of the line before (the sample vault: 11:61 for line 13).
+    text = (PROJECT_ROOT / "docs/sample-vault/carnet/zettel/protocoles-ouverts.md").read_text(encoding="utf-8")
+    assert place(text, "Interopérabilités") == ((13, 11), ("Protocoles ouverts",))
+    assert place(text, "interopérabilités techniques")[0] == (14, 7)
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "expected"),
+    [
+        # Prose wrapped at a word the previous line also holds, after its first word.
+        ("Le chat de la voisine que je garde\nque tu connais.\n", "tu connais", (2, 5)),
+        ("Une ligne avec des mots\ndes mots encore ici.\n", "encore", (2, 10)),
+        # An ordered list's number is not in the plain text ("10" was found in "2010").
+        ("En 2010 il y a eu ceci\n10. Dix choses\n", "choses", (2, 9)),
+        # An HTML tag's name is not shown (it was found as the end of "microprocessor").
+        ("Avant\n<processor> A RISC microprocessor.\n", "RISC", (2, 15)),
+        # A wiki-link's target is not shown when it has an alias.
+        ("Une note\n[[lectures/dora|le règlement DORA]] est là.\nMes lectures.\n", "règlement", (2, 20)),
+        # A code fence's info string is not shown ("js" was found in "circle.js").
+        ("Voir:\n\n```js\nconst c = require('./circle.js');\n```\n", "const", (4, 1)),
+    ],
+)
+def test_each_line_is_placed_on_its_own_words(text, word, expected):
+    assert place(text, word)[0] == expected
