@@ -21,13 +21,14 @@ import functools
 import html
 import re
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from notarium_search.lexical import analysis
 from notarium_search.lexical.analysis import Analyzers
-from notarium_search.lexical.query import QueryPlan
+from notarium_search.lexical.query import QueryPlan, Term
 from notarium_search.lexical.typos import typo_forms
 from notarium_search.notes.location import heading_path, line_and_column, unpack
 from notarium_search.types import Snippet, TextRange
@@ -45,6 +46,7 @@ STEM_CACHE_WORDS = 16_384  # distinct note words whose stem is remembered (~300 
 SCAN_CACHE_QUERIES = 256  # candidate literals, one set per recent query
 FOLD_CACHE_CHARS = 4_096  # distinct non-Latin-1 characters whose fold is remembered
 TYPO_LEAD_CHARS = (2, 4)  # letters before a typo form's 4th letter: 3, one deleted, or one inserted
+PHRASE_GAP_CHARS = 40  # at most this much between two words of the phrase (stop words, punctuation)
 SCAN_CHUNK_CHARS = 8_192  # a long note is scanned chunk by chunk, until MAX_MATCHES are found
 _FOLD_ERRORS = "notarium_search.fold"  # codec error handler folding non-Latin-1 characters
 # In the folded copy: word characters never part of an ASCII query form, each its own fold
@@ -70,49 +72,198 @@ class HighlightTerms:
     stems: frozenset[str]
     exact: frozenset[str]  # plain forms matched as whole words (a query made only of stop words)
     typos: frozenset[str]  # plain forms of words no note contains, matched at one edit
-    prefix: str | None  # the word being typed, matched as a prefix of plain forms
+    prefix: str | None  # the last word, matched as a prefix of plain forms (as the query matches it)
+    prefix_key: str | None = None  # the key of the prefix's matches: its word's (see `keys`)
+    # The query's words in order, to find the section a hit opens at (`_Sections`):
+    words: tuple[str, ...] = ()  # plain forms, stop words included (a heading equal to the query)
+    keys: tuple[str | None, ...] = ()  # the key a match of each word carries (None: a stop word)
+    typing: bool = False  # the last word may be unfinished: a heading may start with it
 
     @classmethod
     def from_plan(cls, plan: QueryPlan, absent_stems: Set[str]) -> HighlightTerms:
         """`absent_stems`: query stems that occur in no note (typos, unfinished words):
         the same words the query matches at one typo."""
         stop_words_only = plan.stop_words_only
-        # The last word counts as unfinished only if no note contains it whole.
+
+        def key(term: Term) -> str | None:
+            if stop_words_only or (term.stem is not None and term.stem in absent_stems):
+                return term.plain  # matched as written, at one typo or as a prefix
+            return term.stem
+
         prefix = plan.prefix
-        typing = prefix is not None and (prefix.stem is None or prefix.stem in absent_stems)
         return cls(
             stems=frozenset(t.stem for u in plan.units if not u.excluded for t in u.terms if t.stem),
             exact=frozenset(t.plain for t in plan.positive) if stop_words_only else frozenset(),
             typos=typo_forms(plan, absent_stems),
-            prefix=prefix.plain if typing and prefix is not None else None,
+            # The query matches the last word as a prefix whether or not some
+            # note holds it whole (`postgres` finds PostgreSQL): so do the highlights.
+            prefix=prefix.plain if prefix is not None else None,
+            prefix_key=(key(prefix) or prefix.plain) if prefix is not None else None,
+            words=tuple(t.plain for t in plan.positive),
+            keys=tuple(key(t) for t in plan.positive),
+            typing=prefix is not None and bool(plan.positive) and prefix is plan.positive[-1],
         )
 
 
 def make_snippets(
-    text: str, terms: HighlightTerms, analyzers: Analyzers, limit: int = MAX_SNIPPETS, fallback: str = ""
+    text: str,
+    terms: HighlightTerms,
+    analyzers: Analyzers,
+    limit: int = MAX_SNIPPETS,
+    fallback: str = "",
+    sections: Sequence[tuple[int, int, str]] = (),
 ) -> tuple[Snippet, ...]:
     """Up to `limit` non-overlapping excerpts, best first; the note's opening
     lines when nothing matches (a title or fuzzy hit). `fallback` (the note's
     title) stands in for a blank text, so that a note with a title and no body
-    still gets a snippet; none only when both are blank."""
+    still gets a snippet; none only when both are blank.
+
+    `sections` (the note's, as notes/markdown.py finds them): the first
+    excerpt is then in the section the query matches best (`_Sections`), and
+    each excerpt starts within the section of its first match."""
     if not text or text.isspace():  # isspace stops at the first letter: no cost for a real note
         title = fallback.strip()
         # The title stands in: no place in the body to point at.
         return tuple(replace(s, at=-1) for s in _excerpts(title, terms, analyzers, limit)) if title else ()
-    return _excerpts(text, terms, analyzers, limit)
+    return _excerpts(text, terms, analyzers, limit, sections)
 
 
-def _excerpts(text: str, terms: HighlightTerms, analyzers: Analyzers, limit: int) -> tuple[Snippet, ...]:
+def _excerpts(
+    text: str,
+    terms: HighlightTerms,
+    analyzers: Analyzers,
+    limit: int,
+    sections: Sequence[tuple[int, int, str]] = (),
+) -> tuple[Snippet, ...]:
     matches = find_matches(text, terms, analyzers)
+    within = _Sections.of(text, sections, matches, terms, analyzers) if sections else None
+    if within is not None:
+        matches = within.matches
     if not matches:
         return (_render(text, 0, _cut_end(text, SNIPPET_CHARS), []),)
     windows: list[tuple[int, int]] = []
-    for start, end in _rank_windows(text, matches):
+    for start, end in _rank_windows(text, matches, within):
         if len(windows) >= limit:
             break
         if all(end <= s or start >= e for s, e in windows):
             windows.append((start, end))
     return tuple(_render(text, s, e, [m for m in matches if m.start >= s and m.end <= e]) for s, e in windows)
+
+
+class _Sections:
+    """Where a note's matches lie among its sections, and how well each
+    section matches the query: where a hit opens.
+
+    A section runs from its heading (a line of the plain text) to the next
+    heading of any level. Best first: a section whose heading is the query
+    (case, accents and punctuation aside; the last word may be unfinished),
+    then the most distinct query words (its own heading's and those of the
+    headings it sits under count), then the most of them in those headings,
+    then the longest run of the query's words in order with nothing but its
+    stop words between (the phrase), then the earliest. Linear: one pass over the headings before MAX_SCAN_CHARS (the
+    matches themselves are at most MAX_MATCHES, and the words of a heading
+    equal to the query are added to them even past that bound)."""
+
+    __slots__ = ("matches", "rank", "starts")
+
+    def __init__(self, matches: list[_Match], starts: list[int], rank: list[tuple[int, ...]]) -> None:
+        self.matches = matches  # the note's matches, with those of headings equal to the query
+        self.starts = starts  # each section's offset; a match before the first heading is in none (-1)
+        self.rank = rank  # per section, then for the text before the first heading (index -1): lower is better
+
+    def of_match(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def start(self, section: int) -> int:
+        return self.starts[section] if section >= 0 else 0
+
+    @classmethod
+    def of(
+        cls,
+        text: str,
+        sections: Sequence[tuple[int, int, str]],
+        matches: list[_Match],
+        terms: HighlightTerms,
+        analyzers: Analyzers,
+    ) -> _Sections:
+        scanned = min(len(text), MAX_SCAN_CHARS)
+        starts: list[int] = []
+        levels: list[int] = []
+        equal: list[bool] = []
+        extra: list[_Match] = []
+        for at, level, heading in sections:
+            if at >= scanned:
+                break
+            starts.append(at)
+            levels.append(level)
+            same = _is_query(heading, terms, analyzers)
+            equal.append(same)
+            if same and not any(at <= m.start < at + len(heading) for m in matches):
+                # Past MAX_MATCHES: the heading's own words, found in it alone.
+                extra += (_Match(m.start + at, m.end + at, m.key) for m in find_matches(heading, terms, analyzers))
+        if extra:
+            matches = sorted({m.start: m for m in (*matches, *extra)}.values())
+        count = len(starts)
+        own: list[set[str]] = [set() for _ in range(count + 1)]  # [-1]: before the first heading
+        heading_keys: list[set[str]] = [set() for _ in range(count)]
+        runs = [0] * (count + 1)
+        significant = [k for k in terms.keys if k is not None]
+        order = {k: i for i, k in reversed(list(enumerate(significant)))}
+        between = frozenset(w for w, k in zip(terms.words, terms.keys, strict=True) if k is None)
+        run, previous, previous_section = 0, None, None
+        for match in matches:
+            section = bisect_right(starts, match.start) - 1
+            own[section].add(match.key)
+            if section >= 0 and match.start < starts[section] + len(sections[section][2]):
+                heading_keys[section].add(match.key)
+            follows = (
+                previous is not None
+                and previous_section == section
+                and order.get(match.key) == order.get(previous.key, -2) + 1
+                and _only_words_between(text, previous.end, match.start, between)
+            )
+            run = run + 1 if follows else 1
+            runs[section] = max(runs[section], run)
+            previous, previous_section = match, section
+        # The keys of the headings each section sits under, by a stack of levels.
+        rank: list[tuple[int, ...]] = [()] * (count + 1)
+        stack: list[tuple[int, frozenset[str]]] = []
+        for index in range(count):
+            while stack and stack[-1][0] >= levels[index]:
+                stack.pop()
+            above = stack[-1][1] if stack else frozenset()
+            mine = above | heading_keys[index] if heading_keys[index] else above
+            stack.append((levels[index], mine))
+            words = len(own[index] | above) if above else len(own[index])
+            phrase = -runs[index] if runs[index] > 1 else 0
+            rank[index] = (0 if equal[index] else 1, -words, -len(mine), phrase, index)
+        rank[-1] = (1, -len(own[-1]), 0, -runs[-1] if runs[-1] > 1 else 0, -1)
+        return cls(matches, starts, rank)
+
+
+def _is_query(heading: str, terms: HighlightTerms, analyzers: Analyzers) -> bool:
+    """Whether the heading is the query, case, accents and punctuation aside
+    (and the query's last word, if it may be unfinished, a prefix of its last)."""
+    wanted = terms.words
+    if not wanted or len(heading) < sum(map(len, wanted)):
+        return False
+    folded = fold(heading)
+    if _MANY_LETTERS in folded or _OTHER_LETTER in folded:
+        words = [token.text for token in analyzers.plain.pre_tokenize(heading).tokens]
+    else:
+        words = folded.split()
+    if len(words) != len(wanted):
+        return False
+    if not terms.typing:
+        return tuple(words) == wanted
+    return tuple(words[:-1]) == wanted[:-1] and words[-1].startswith(wanted[-1])
+
+
+def _only_words_between(text: str, start: int, end: int, words: Set[str]) -> bool:
+    """Whether text[start:end] holds nothing but separators and these words (the query's stop words)."""
+    if end - start > PHRASE_GAP_CHARS:
+        return False
+    return all(word in words for word in fold(text[start:end]).split())
 
 
 def find_matches(text: str, terms: HighlightTerms, analyzers: Analyzers) -> list[_Match]:
@@ -227,7 +378,7 @@ def _classify(word: str, folded: str, terms: HighlightTerms, language: str) -> s
         if stem in terms.stems:
             return stem
     if terms.prefix is not None and folded.startswith(terms.prefix):
-        return terms.prefix
+        return terms.prefix_key or terms.prefix
     if folded in terms.exact:
         return folded
     for form in terms.typos:
@@ -317,16 +468,22 @@ def _within_one_edit(a: str, b: str) -> bool:
     return a[i:] == b[i + 1 :]
 
 
-def _rank_windows(text: str, matches: list[_Match]) -> Iterable[tuple[int, int]]:
-    """A window opens LEAD_CHARS before each match; best first: most distinct
-    terms, then most matches, then earliest. Window ends only move forward, so
-    the matches inside are counted with two pointers, in linear time."""
+def _rank_windows(text: str, matches: list[_Match], within: _Sections | None = None) -> Iterable[tuple[int, int]]:
+    """A window opens LEAD_CHARS before each match (not before its section);
+    best first: in the best section (`_Sections`), then most distinct terms,
+    then most matches, then earliest. Window ends only move forward, so the
+    matches inside are counted with two pointers, in linear time."""
     scored = []
     inside: dict[str, int] = {}  # key → count, for matches[i:j]: the ones in the current window
     j = 0
     count = len(matches)
     for i, (first_start, _, first_key) in enumerate(matches):
         start = _cut_start(text, first_start - LEAD_CHARS)
+        rank: tuple[int, ...] = ()
+        if within is not None:
+            section = within.of_match(first_start)
+            start = max(start, within.start(section))
+            rank = within.rank[section]
         end = _cut_end(text, start + SNIPPET_CHARS)
         if j < i:
             j = i
@@ -334,13 +491,13 @@ def _rank_windows(text: str, matches: list[_Match]) -> Iterable[tuple[int, int]]
             key = matches[j].key
             inside[key] = inside.get(key, 0) + 1
             j += 1
-        scored.append((-len(inside), i - j, first_start, start, end))
+        scored.append((rank, -len(inside), i - j, first_start, start, end))
         if j > i:  # the first match leaves the window before the next one opens
             left = inside.pop(first_key) - 1
             if left:
                 inside[first_key] = left
     scored.sort()
-    return (entry[3:] for entry in scored)  # (start, end)
+    return (entry[4:] for entry in scored)  # (start, end)
 
 
 def _cut_start(text: str, pos: int) -> int:

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from notarium_search.lexical import analysis
 from notarium_search.lexical.query import plan_query
 from notarium_search.lexical.snippets import (
     MAX_CANDIDATES,
+    MAX_MATCHES,
     SCAN_CHUNK_CHARS,
     HighlightTerms,
     find_matches,
     fold,
+    located,
     make_snippets,
 )
+from notarium_search.notes.location import pack
+from notarium_search.notes.parse import parse_note
 from notarium_search.types import FeedFilter, Snippet
 from tests.conftest import Vault
 
 FR = analysis.analyzers("fr")
+WHEN = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def terms_for(query: str, absent: frozenset[str] = frozenset()) -> HighlightTerms:
@@ -162,3 +169,36 @@ def test_no_snippet_without_text_or_title():
 def test_the_fallback_is_unused_when_the_note_has_text():
     (snippet,) = make_snippets("La lune.", terms_for("lune"), FR, fallback="Titre")
     assert snippet.text == "La lune."
+
+
+# -- the section a hit opens at (issue 29, item 3; end to end: test_where_a_hit_opens.py) --
+
+
+def test_a_heading_equal_to_the_query_wins_even_past_the_bound_on_matches():
+    # More than MAX_MATCHES matches of its words before it: the heading's words were never found.
+    body = "Rename a note: you can delete a note or keep the note. " * MAX_MATCHES
+    note = parse_note(f"# Notes\n\n{body}\n\n## Delete a note\n\nGone.\n", "n.md", WHEN)
+    snippets = make_snippets(note.text, terms_for("delete a note"), FR, sections=note.sections)
+    (first, *_) = located(snippets, note.sections, pack(note.lines))
+    assert first.heading == ("Notes", "Delete a note")
+    assert (first.line, first.column) == (5, 4)
+    assert marked(first)[0] == "Delete"
+
+
+def test_an_excerpt_starts_within_the_section_of_its_first_match():
+    # The window opened LEAD_CHARS before "lune", in the section before, whose "mer" matched
+    # too: the excerpt's place (its first match) was in that section.
+    note = parse_note("# Mer\n\nLa mer est calme.\n\n# Lune\n\nLa lune et la mer.\n", "n.md", WHEN)
+    snippets = make_snippets(note.text, terms_for("lune mer"), FR, sections=note.sections)
+    (first, *_) = located(snippets, note.sections, pack(note.lines))
+    assert first.heading == ("Lune",)
+    assert first.text.startswith("…Lune")
+    assert first.line == 5
+
+
+def test_the_last_word_is_highlighted_as_a_prefix_even_when_a_note_holds_it_whole():
+    # The query matches it as a prefix in every case (lexical/query.py): so do the highlights.
+    assert highlighted("Nous utilisons PostgreSQL et postgres.", "postgres") == ["PostgreSQL", "postgres"]
+    # Both are the same query word: an excerpt holding both has one distinct word, not two.
+    terms = terms_for("postgres")
+    assert {m.key for m in find_matches("PostgreSQL et postgres", terms, FR)} == {terms.keys[0]}

@@ -91,7 +91,7 @@ def _check(note: ParsedNote) -> None:
     assert all(0 <= at <= len(note.text) for at in offsets)
     for query, absent in QUERIES:
         terms = HighlightTerms.from_plan(plan_query(query, FR), absent)
-        snippets = make_snippets(note.text, terms, FR, fallback=note.title)
+        snippets = make_snippets(note.text, terms, FR, fallback=note.title, sections=note.sections)
         assert 1 <= len(snippets) <= 3 or not (note.text.strip() or note.title.strip())
         for snippet in snippets:
             assert len(snippet.text) <= SNIPPET_CHARS + 2 * len(ELLIPSIS)
