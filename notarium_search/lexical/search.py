@@ -27,6 +27,9 @@ from notarium_search.settings import RankingConfig
 from notarium_search.types import ChannelHit, ChannelResult, FeedFilter, FeedPage, KnownName, NoteSummary, Snippet
 
 CHANNEL = "lexical"
+# Notes whose name starts with the typed text put before the others: a page
+# shows ten, and each costs a stored document read (lexical/known.py).
+NAMED_NOTES = 20
 FEED_TIE_SLACK = 32  # extra rows fetched so a page boundary rarely splits equal keys
 __all__ = ["InvalidCursor"]  # raised by the feed, from lexical/cursor.py
 
@@ -53,7 +56,8 @@ def search(
         build_query(plan, index.schema, ranking, absent_stems, index.analyzers.language), filters, index.schema
     )
     result = searcher.search(query, limit, count=False)
-    named = _named(index, searcher, text, plan, filters)[:limit]
+    read: dict[tuple[int, int], bytes] = {}  # the stored notes _named read, not read twice
+    named = _named(index, searcher, text, plan, filters, min(limit, NAMED_NOTES), read)[:limit]
     terms = HighlightTerms.from_plan(plan, absent_stems)
     holds_phrase = phrase_test(unicodedata.normalize("NFC", text)) if phrase_depth else None
     snippet_depth = 0 if not with_snippets else limit if snippet_depth is None else snippet_depth
@@ -66,7 +70,7 @@ def search(
     rows += [(float(s), a, None) for s, a in result.hits if (a.segment_ord, a.doc) not in first]
     hits = []
     for rank, (score, address, name) in enumerate(rows[:limit]):
-        raw = _raw_payload(searcher, address)
+        raw = read.get((address.segment_ord, address.doc)) or _raw_payload(searcher, address)
         # The stored note and the query's terms: enough to cut the snippets
         # later (`snippets_of`), for the hits fusion keeps.
         later = Evidence(raw, terms) if with_snippets else None
@@ -82,7 +86,13 @@ def search(
 
 
 def _named(
-    index: LexicalIndex, searcher: tantivy.Searcher, text: str, plan: QueryPlan, filters: FeedFilter
+    index: LexicalIndex,
+    searcher: tantivy.Searcher,
+    text: str,
+    plan: QueryPlan,
+    filters: FeedFilter,
+    count: int,
+    read: dict[tuple[int, int], bytes],
 ) -> list[tuple[tantivy.DocAddress, KnownName]]:
     """The notes the query names, best first (lexical/known.py), within its exclusions and filters."""
     wanted = known.NameQuery.of(text, plan)
@@ -91,13 +101,17 @@ def _named(
     excluded = [(Occur.MustNot, q) for q in exclusions(plan, index.schema)]
 
     def within(query: Query) -> Query:
+        """The query within the exclusions and filters: itself when there are none."""
+        if not excluded and filters.is_empty:
+            return query
         return _with_filters(Query.boolean_query([(Occur.Must, query), *excluded]), filters, index.schema)
 
     def head(address: tantivy.DocAddress) -> tuple[str, str, str, tuple[str, ...]]:
-        note = decode_head(_raw_payload(searcher, address))
+        raw = read[address.segment_ord, address.doc] = _raw_payload(searcher, address)
+        note = decode_head(raw)
         return note.id, note.path, note.title, note.aliases
 
-    return known.find(searcher, index.schema, wanted, within, head)
+    return known.find(searcher, index.schema, wanted, count, within, head)
 
 
 def _absent_terms(searcher: tantivy.Searcher, plan: QueryPlan) -> list[Term]:
@@ -255,7 +269,7 @@ def _cut(
     payload: Payload, terms: HighlightTerms, analyzers: Analyzers, limit: int = MAX_SNIPPETS
 ) -> tuple[Snippet, ...]:
     # A note with a title and no body (yet) shows its title as its snippet.
-    snippets = make_snippets(payload.text, terms, analyzers, limit, fallback=payload.title)
+    snippets = make_snippets(payload.text, terms, analyzers, limit, fallback=payload.title, sections=payload.sections)
     return located(snippets, payload.sections, payload.lines)
 
 
