@@ -135,8 +135,8 @@ def _excerpts(
     limit: int,
     sections: Sequence[tuple[int, int, str]] = (),
 ) -> tuple[Snippet, ...]:
-    matches = find_matches(text, terms, analyzers)
-    within = _Sections.of(text, sections, matches, terms, analyzers) if sections else None
+    matches, complete = _find_matches(text, terms, analyzers)
+    within = _Sections.of(text, sections, matches, complete, terms, analyzers) if sections else None
     if within is not None:
         matches = within.matches
     if not matches:
@@ -166,10 +166,10 @@ class _Sections:
 
     __slots__ = ("matches", "rank", "starts")
 
-    def __init__(self, matches: list[_Match], starts: list[int], rank: list[tuple[int, ...]]) -> None:
+    def __init__(self, matches: list[_Match], starts: list[int], rank: dict[int, tuple[int, ...]]) -> None:
         self.matches = matches  # the note's matches, with those of headings equal to the query
         self.starts = starts  # each section's offset; a match before the first heading is in none (-1)
-        self.rank = rank  # per section, then for the text before the first heading (index -1): lower is better
+        self.rank = rank  # per section holding a match (-1: before the first heading): lower is better
 
     def of_match(self, offset: int) -> int:
         return bisect_right(self.starts, offset) - 1
@@ -183,39 +183,48 @@ class _Sections:
         text: str,
         sections: Sequence[tuple[int, int, str]],
         matches: list[_Match],
+        complete: bool,
         terms: HighlightTerms,
         analyzers: Analyzers,
     ) -> _Sections:
+        """`complete`: `matches` are every match within MAX_SCAN_CHARS, so a
+        heading equal to the query holds some (its words): only those are read."""
         scanned = min(len(text), MAX_SCAN_CHARS)
         starts: list[int] = []
         levels: list[int] = []
-        equal: list[bool] = []
+        equal: set[int] = set()
         extra: list[_Match] = []
+        shortest = sum(map(len, terms.words))  # a heading shorter than the query's letters is not it
         for at, level, heading in sections:
             if at >= scanned:
                 break
+            if not complete and len(heading) >= shortest and _is_query(heading, terms, analyzers):
+                equal.add(len(starts))
+                if not any(at <= m.start < at + len(heading) for m in matches):
+                    # Past MAX_MATCHES: the heading's own words, found in it alone.
+                    extra += (_Match(m.start + at, m.end + at, m.key) for m in find_matches(heading, terms, analyzers))
             starts.append(at)
             levels.append(level)
-            same = _is_query(heading, terms, analyzers)
-            equal.append(same)
-            if same and not any(at <= m.start < at + len(heading) for m in matches):
-                # Past MAX_MATCHES: the heading's own words, found in it alone.
-                extra += (_Match(m.start + at, m.end + at, m.key) for m in find_matches(heading, terms, analyzers))
+        if complete:  # the headings holding a match
+            for section in {bisect_right(starts, m.start) - 1 for m in matches} - {-1}:
+                heading = sections[section][2]
+                if len(heading) >= shortest and _is_query(heading, terms, analyzers):
+                    equal.add(section)
         if extra:
             matches = sorted({m.start: m for m in (*matches, *extra)}.values())
-        count = len(starts)
-        own: list[set[str]] = [set() for _ in range(count + 1)]  # [-1]: before the first heading
-        heading_keys: list[set[str]] = [set() for _ in range(count)]
-        runs = [0] * (count + 1)
+        # Per section holding matches (-1: before the first heading): its keys, its heading's, its longest phrase.
+        own: dict[int, set[str]] = {}
+        heading_keys: dict[int, set[str]] = {}
+        runs: dict[int, int] = {}
         significant = [k for k in terms.keys if k is not None]
         order = {k: i for i, k in reversed(list(enumerate(significant)))}
         between = frozenset(w for w, k in zip(terms.words, terms.keys, strict=True) if k is None)
         run, previous, previous_section = 0, None, None
         for match in matches:
             section = bisect_right(starts, match.start) - 1
-            own[section].add(match.key)
+            own.setdefault(section, set()).add(match.key)
             if section >= 0 and match.start < starts[section] + len(sections[section][2]):
-                heading_keys[section].add(match.key)
+                heading_keys.setdefault(section, set()).add(match.key)
             follows = (
                 previous is not None
                 and previous_section == section
@@ -223,21 +232,27 @@ class _Sections:
                 and _only_words_between(text, previous.end, match.start, between)
             )
             run = run + 1 if follows else 1
-            runs[section] = max(runs[section], run)
+            runs[section] = max(runs.get(section, 0), run)
             previous, previous_section = match, section
+
+        def phrase(section: int) -> int:
+            return -runs[section] if runs[section] > 1 else 0
+
+        rank: dict[int, tuple[int, ...]] = {}
+        if -1 in own:
+            rank[-1] = (1, -len(own[-1]), 0, phrase(-1), -1)
         # The keys of the headings each section sits under, by a stack of levels.
-        rank: list[tuple[int, ...]] = [()] * (count + 1)
         stack: list[tuple[int, frozenset[str]]] = []
-        for index in range(count):
-            while stack and stack[-1][0] >= levels[index]:
+        none: frozenset[str] = frozenset()
+        for index, level in enumerate(levels):
+            while stack and stack[-1][0] >= level:
                 stack.pop()
-            above = stack[-1][1] if stack else frozenset()
-            mine = above | heading_keys[index] if heading_keys[index] else above
-            stack.append((levels[index], mine))
-            words = len(own[index] | above) if above else len(own[index])
-            phrase = -runs[index] if runs[index] > 1 else 0
-            rank[index] = (0 if equal[index] else 1, -words, -len(mine), phrase, index)
-        rank[-1] = (1, -len(own[-1]), 0, -runs[-1] if runs[-1] > 1 else 0, -1)
+            above = stack[-1][1] if stack else none
+            mine = above | heading_keys[index] if index in heading_keys else above
+            stack.append((level, mine))
+            if index in own:
+                words = len(own[index] | above) if above else len(own[index])
+                rank[index] = (0 if index in equal else 1, -words, -len(mine), phrase(index), index)
         return cls(matches, starts, rank)
 
 
@@ -245,7 +260,7 @@ def _is_query(heading: str, terms: HighlightTerms, analyzers: Analyzers) -> bool
     """Whether the heading is the query, case, accents and punctuation aside
     (and the query's last word, if it may be unfinished, a prefix of its last)."""
     wanted = terms.words
-    if not wanted or len(heading) < sum(map(len, wanted)):
+    if not wanted:
         return False
     folded = fold(heading)
     if _MANY_LETTERS in folded or _OTHER_LETTER in folded:
@@ -268,15 +283,20 @@ def _only_words_between(text: str, start: int, end: int, words: Set[str]) -> boo
 
 def find_matches(text: str, terms: HighlightTerms, analyzers: Analyzers) -> list[_Match]:
     """Matched words in order of position, within the bounds above."""
+    return _find_matches(text, terms, analyzers)[0]
+
+
+def _find_matches(text: str, terms: HighlightTerms, analyzers: Analyzers) -> tuple[list[_Match], bool]:
+    """`find_matches`, and whether every match within MAX_SCAN_CHARS was found (no other bound was met)."""
     matches: list[_Match] = []
     candidates = _candidates(text[:MAX_SCAN_CHARS], terms, analyzers)
     for checked, (start, end, folded) in enumerate(candidates):
         if checked >= MAX_CANDIDATES or len(matches) >= MAX_MATCHES:
-            break
+            return matches, False
         key = _classify(text[start:end], folded, terms, analyzers.language)
         if key is not None:
             matches.append(_Match(start, end, key))
-    return matches
+    return matches, True
 
 
 @dataclass(frozen=True, slots=True)
