@@ -20,7 +20,7 @@ from notarium_search.notes import location
 from notarium_search.notes.parse import flatten_meta
 from notarium_search.types import NoteSummary, ParsedNote, WikiLink
 
-SCHEMA_VERSION = 8  # 8: the names of a note (lexical/known.py), its file name searched
+SCHEMA_VERSION = 8  # 8: the names and headings of a note as whole terms (lexical/known.py), its file name searched
 
 # Tantivy stores a date as i64 nanoseconds since the epoch and refuses any
 # other (a document, or a range query bound): a note dated 1515 is indexed as
@@ -53,6 +53,7 @@ def build_schema(analyzers: Analyzers) -> tantivy.Schema:
     sb.add_text_field("file_name", tokenizer_name=stemmed)
     # Every name of the note, folded, each one whole term: known items.
     sb.add_text_field(known.FIELD, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field(known.HEADINGS_FIELD, tokenizer_name="raw", index_option="basic")
     # Everything a reader would search, in one BM25 field: on piaf-fr one
     # combined field beat separate title/body fields (docs/ranking.md).
     sb.add_text_field("text", tokenizer_name=stemmed)
@@ -202,6 +203,9 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         doc.add_text("file_name", stem)
     for name in names:
         doc.add_text(known.FIELD, name)
+    for heading in dict.fromkeys(known.name_key(h) for h in note.headings[: known.HEADINGS_PER_NOTE]):
+        if heading:
+            doc.add_text(known.HEADINGS_FIELD, heading)
     # Headings are already part of the body text; tags become words too.
     searchable = "\n".join((note.title, *note.aliases, " ".join(note.tags), note.text))
     doc.add_text("text", searchable)

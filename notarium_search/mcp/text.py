@@ -76,7 +76,14 @@ def search_text(
 
 
 # What a hit's `known` says, for an assistant: why this note comes first.
-_NAMES = {"path": "its path", "file_name": "its file name", "title": "its title", "alias": "an alias", "id": "its id"}
+_NAMES = {
+    "path": "its path",
+    "file_name": "its file name",
+    "title": "its title",
+    "alias": "an alias",
+    "id": "its id",
+    "heading": "one of its headings",
+}
 
 
 def _named(known: str) -> str:
