@@ -5,14 +5,17 @@ in any editor), and the headings it sits under. Pure: no I/O.
 The plain text (notes/markdown.py) drops markup but keeps the words in order,
 so each line of the body is tied to the plain text by its first word shown
 (not a list's number, a callout's `[!type]`, an HTML tag's name, a wiki-link's
-target before its alias, a code fence's info string), found as a whole word
-followed by the rest of its line, after the text the previous line is seen to
-hold as is (a line's markup cannot move its words past the next line's). A
-line with no word found (a table rule, a comment) gets no anchor; a place
-takes the line of the nearest anchor before it. Of the words of 1,500
-Markdown files on this machine (240,000), 96.8 % are placed on their own line
-and column (81.5 % when each line's first word was found anywhere after the
-previous one's: `qu'on` in the previous line's `qui`).
+target before its alias, a code fence's info string; outside fenced code),
+found as a whole word followed by the rest of its line, after the text the
+previous line is seen to hold as is (a line's markup cannot move its words
+past the next line's); a place where the word is not followed so is taken
+only near where the line should start, so that a comment's words are not
+tied to the same words further on. A line with no word found (a table rule,
+a comment) gets no anchor; a place takes the line of the nearest anchor
+before it. Of the words of 1,500 Markdown files on this machine (240,000),
+97.4 % are placed on their own line and column (81.5 % when each line's
+first word was found anywhere after the previous one's: `qu'on` in the
+previous line's `qui`).
 
 Linear in the note (issue 28). A search that finds nothing leaves the window
 of the next one where it was, so the words of a thousand lines after a long
@@ -56,6 +59,8 @@ _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]*)?/?>")
 _WIKILINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
 # A code fence's line: its info string (```` ```js ````) is not shown.
 _FENCE = re.compile(r" {0,3}(?:`{3}|~{3})")
+# A fenced code block, as notes/markdown.py finds them: its text is shown as is, tags and links too.
+_CODE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n?(.*?)(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
 # Where the words a line shows may start when its first word is not found
 # anyway: after a `|` or a `>`.
 _SHOWN_AFTER = re.compile(r"[|>]+")
@@ -91,6 +96,9 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
     anchors: list[Anchor] = []
     cursor, reach, number, counted = 0, len(plain), first_line, 0
     budget = MISSED_SEARCH_FACTOR * (len(body) + len(plain)) + MISSED_SEARCH_CHARS
+    fenced = "```" in body or "~~~" in body
+    blocks = [(found.start(), found.end()) for found in _CODE_BLOCK.finditer(body)] if fenced else []
+    block = 0
     for first in _FIRST_WORD.finditer(body):
         start = first.start()
         number += body.count("\n", counted, start)
@@ -99,10 +107,13 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
         end = len(body) if end < 0 else end
         if _FENCE.match(body, start):
             continue
+        while block < len(blocks) and blocks[block][1] <= start:
+            block += 1
+        code = block < len(blocks) and blocks[block][0] <= start
         word, word_start = first[1], first.start(1)
-        hidden = _hidden_end(body, word_start, end)
+        hidden = -1 if code else _hidden_end(body, word_start, end, start)
         if hidden >= 0:
-            shown = _shown_word(body, hidden, end)
+            shown = _shown_word(body, hidden, end, hidden, code)
             if shown is None:
                 continue
             word, word_start = shown[0], shown.start()
@@ -110,7 +121,8 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
         at, tries, after = -1, SHOWN_AFTER_TRIES, word_start
         while True:
             low = cursor if budget > 0 else max(cursor, high - SLACK_CHARS - len(word))
-            at, cost = _find_word(plain, body, word, word_start, end, low, high)
+            near = max(low, cursor) + SLACK_CHARS + word_start - start  # where the line should start
+            at, cost = _find_word(plain, body, word, word_start, end, low, high, near)
             budget -= cost
             if at >= 0 or tries == 0:
                 break
@@ -130,7 +142,7 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
         for markup in _MARKUP.finditer(body, word_start + len(word), end):
             if markup.end() <= following_start:
                 continue  # no word before the one this run would find again
-            following = _shown_word(body, markup.end(), end)
+            following = _shown_word(body, markup.end(), end, markup.start(), code)
             if following is None:
                 break
             following_start = following.start()
@@ -139,7 +151,7 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
             # current shift puts it (a wiki-link's target, shown by its alias, is not found).
             high = column + shift + len(following[0])
             low = cursor if budget > 0 else max(cursor, high - SLACK_CHARS - len(following[0]))
-            found, cost = _find_word(plain, body, following[0], following_start, end, low, high)
+            found, cost = _find_word(plain, body, following[0], following_start, end, low, high, high)
             budget -= cost
             if found < 0:
                 continue
@@ -150,27 +162,30 @@ def line_anchors(body: str, plain: str, first_line: int) -> tuple[Anchor, ...]:
     return tuple(anchors)
 
 
-def _shown_word(body: str, pos: int, end: int) -> re.Match[str] | None:
-    """The first word of body[pos:end] that the plain text shows."""
+def _shown_word(body: str, pos: int, end: int, since: int, code: bool) -> re.Match[str] | None:
+    """The first word of body[pos:end] that the plain text shows (`since`:
+    where the text before it that may open a tag starts; `code`: the line is
+    in a fenced code block, shown as is)."""
     while (word := _WORD.search(body, pos, end)) is not None:
-        hidden = _hidden_end(body, word.start(), end)
+        hidden = -1 if code else _hidden_end(body, word.start(), end, since)
         if hidden < 0:
             return word
-        pos = hidden
+        pos = since = hidden
     return None
 
 
-def _hidden_end(body: str, start: int, end: int) -> int:
+def _hidden_end(body: str, start: int, end: int, since: int) -> int:
     """Where the text the word at `start` belongs to and the plain text does
-    not show ends: an HTML tag's name (`<processor>`, the word found further
-    on as "microprocessor"), a wiki-link's target before its alias (to just
-    after the `|`); -1 when the word is shown. Each pattern stops at the next
-    bracket or line end: linear."""
-    if start and (body[start - 1] == "<" or body.startswith("</", start - 2)):
-        tag = _TAG.match(body, body.rfind("<", 0, start), end)
-        if tag is not None:
+    not show ends: an HTML tag (`<processor>`, the word found further on as
+    "microprocessor"; `<i id="x">`) opened in body[since:start], a wiki-link's
+    target before its alias (to just after the `|`); -1 when the word is
+    shown. Each pattern stops at the next bracket or line end: linear."""
+    opening = body.rfind("<", since, start)
+    if opening >= 0:
+        tag = _TAG.match(body, opening, end)
+        if tag is not None and tag.end() > start:
             return tag.end()
-    elif start > 1 and body.startswith("[[", start - 2):
+    if start > 1 and body.startswith("[[", start - 2):
         link = _WIKILINK.match(body, start - 2, end)
         if link is not None and "|" in link[1]:
             return link.start(1) + link[1].index("|") + 1
@@ -178,16 +193,18 @@ def _hidden_end(body: str, start: int, end: int) -> int:
 
 
 def _find_word(
-    plain: str, body: str, word: str, word_start: int, line_end: int, low: int, high: int
+    plain: str, body: str, word: str, word_start: int, line_end: int, low: int, high: int, near: int
 ) -> tuple[int, int]:
     """Where in plain[low:high] the body's word at `word_start` is, and what
     the search read past that place (charged to the budget of missed searches).
 
     The first place where the plain text goes on as the line does (up to
-    CONFIRM_CHARS, or the next markup), else the first where the word is
-    whole, else the first where it starts a word, else the first at all (a
-    word the markup glues to another: `[[chat]]s` is "chats"). Each place is
-    checked in constant time, so the search reads the window once."""
+    CONFIRM_CHARS, or the next markup), else, before `near`, the first where
+    the word is whole, else the first where it starts a word, else the first
+    at all (a word the markup glues to another: `[[chat]]s` is "chats"). A
+    word the plain text does not hold (in a comment) is thus not taken for
+    the same word further on. Each place is checked in constant time, so the
+    search reads the window once."""
     size = len(word)
     found = plain.find(word, low, high)
     if found < 0:
@@ -195,7 +212,7 @@ def _find_word(
     markup = _MARKUP.search(body, word_start + size, min(line_end, word_start + CONFIRM_CHARS))
     confirm = body[word_start : markup.start() if markup is not None else min(line_end, word_start + CONFIRM_CHARS)]
     confirm = confirm.rstrip()
-    best, best_rank = found, -1
+    best, best_rank = -1, -1
     at = found
     while at >= 0:
         before = at == 0 or not _is_word(plain[at - 1])
@@ -203,10 +220,10 @@ def _find_word(
         if before and after and plain.startswith(confirm, at):
             return at, 0 if at == found else at - found
         rank = 2 if before and after else 1 if before else 0
-        if rank > best_rank:
+        if rank > best_rank and at < near:
             best, best_rank = at, rank
         at = plain.find(word, at + 1, high)
-    return best, max(0, high - found)
+    return best, max(0, high - (found if best >= 0 else low))
 
 
 def _is_word(char: str) -> bool:

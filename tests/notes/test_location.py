@@ -84,9 +84,27 @@ def test_a_callout_title_is_placed_on_its_line():
         ("Avant\n<processor> A RISC microprocessor.\n", "RISC", (2, 15)),
         # A wiki-link's target is not shown when it has an alias.
         ("Une note\n[[lectures/dora|le règlement DORA]] est là.\nMes lectures.\n", "règlement", (2, 20)),
+        # Nor is a tag's attribute (`i` is no word: "id" was the line's first word, found further on).
+        ('Avant\n<i id="x"></i> Texte avec un id ici.\n', "Texte", (2, 16)),
         # A code fence's info string is not shown ("js" was found in "circle.js").
         ("Voir:\n\n```js\nconst c = require('./circle.js');\n```\n", "const", (4, 1)),
     ],
 )
 def test_each_line_is_placed_on_its_own_words(text, word, expected):
     assert place(text, word)[0] == expected
+
+
+def test_a_comment_line_is_not_tied_to_the_same_words_further_on():
+    # The comment's "Notes" was taken for the last line's: the heading and every line before
+    # that one were reported on line 2, the comment's.
+    prose = "Une phrase assez longue pour remplir la ligne de texte courant.\n" * 4
+    text = f"<!--\nNotes de version\n-->\n\n# Projet\n\n{prose}Notes sur le projet.\n"
+    assert place(text, "Projet") == ((5, 3), ("Projet",))
+    assert place(text, "Une phrase")[0] == (7, 1)
+    assert place(text, "Notes sur")[0] == (11, 1)
+
+
+def test_a_tag_in_a_fenced_code_block_is_shown_as_is():
+    # The code is in the plain text as written: its tags' words are placed where they are.
+    text = 'Texte.\n\n```html\n<a href="x">lien</a> ici\n```\n'
+    assert place(text, "href")[0] == (4, 4)
