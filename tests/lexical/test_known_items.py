@@ -166,7 +166,7 @@ def test_names_fold_and_rank_by_level():
     wanted = NameQuery.of("Gui", plan_query("Gui", analyzers("fr")))
     assert wanted is not None
     assert wanted.typing
-    assert rank(wanted, names, "a/Guide.md") == KnownName("file_name_prefix", (2, 5, 1, 10, "a/Guide.md"))
+    assert rank(wanted, names, "a/Guide.md") == KnownName("file_name_prefix", (1, 5, 1, 10, "a/Guide.md"))
     assert NameQuery.of("-x", plan_query("-x", analyzers("fr"))) is None
 
 
@@ -179,22 +179,25 @@ def test_a_heading_typed_as_is_brings_its_note_next(vault: Vault):
         "# Gérer les notes\n\n## Renommer une note\n\nRenommer.\n\n## Supprimer une note\n\nLa corbeille.\n",
     )
     # Another note's name holds the words, more often: by its words it came first.
-    vault.write("Supprimer une note dans un dossier partagé.md", "Supprimer une note, supprimer une note.\n")
+    vault.write("Dossier partagé, supprimer une note.md", "Supprimer une note, supprimer une note.\n")
+    # A name starting with the text is a name: it comes before a heading.
+    vault.write("Supprimer une note et ses liens.md", "Les liens.\n")
     for n in range(4):
         vault.write(f"Journal/jour-{n}.md", f"# Jour {n}\n\n## Sources\n\nRien {n}.\n")
     vault.write("Sources.md", "La note des sources.\n")
     service = vault.service()
     try:
-        hit = service.search("notes", "Supprimer une note", NO_FILTER, 10).results[0]
-        assert hit.note.path == "Aide/Gérer les notes.md"
+        found = service.search("notes", "Supprimer une note", NO_FILTER, 10).results
+        assert [h.note.path for h in found[:3]] == [
+            "Supprimer une note et ses liens.md",
+            "Aide/Gérer les notes.md",
+            "Dossier partagé, supprimer une note.md",
+        ]
+        hit = found[1]
         assert hit.known == "heading"
         placed = hit.placed()
         assert placed is not None
         assert placed.heading[-1] == "Supprimer une note"
-        # The notes a name of which starts with the text come after it.
-        assert ids(service.search("notes", "Supprimer une note", NO_FILTER, 10))[1] == (
-            "Supprimer une note dans un dossier partagé.md"
-        )
         # A name beats a heading; five notes share "Sources": it names no place.
         found = service.search("notes", "Sources", NO_FILTER, 10).results
         assert found[0].note.path == "Sources.md"
