@@ -32,6 +32,7 @@ from notarium_search.semantic.calibration import query_weight
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
+from notarium_search.semantic.probes import SAMPLE_NOTES, source_words
 from notarium_search.storage.backoff import Backoff
 from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Echo, Snippet
 
@@ -137,6 +138,7 @@ class SemanticChannel:
         # belong to notes deleted before it (while the service was down).
         self.index.forget_missing(replan.seen | replan.fresher)
         if not self.index.has_pending:
+            self.calibrate_if_due()
             self.index.checkpoint()
         log.info(
             "semantic_planned", space=self.space_name, pending=self.index.progress.pending, vectors=self.index.size()
@@ -156,6 +158,7 @@ class SemanticChannel:
         payloads = lexical.payloads_by_id(self.lexical, changed)
         self.index.plan([p.to_note() for p in payloads.values()], deleted | (changed - set(payloads)), first=True)
         if not self.index.has_pending:
+            self.calibrate_if_due()
             self.index.checkpoint()
 
     @property
@@ -184,7 +187,27 @@ class SemanticChannel:
             return
         self._pauses.succeeded()
         if embedded and not self.index.has_pending:
+            if self._replan is None:
+                self.calibrate_if_due()
+                self.index.checkpoint()
             log.info("semantic_ready", space=self.space_name, vectors=self.index.size())
+
+    def calibrate_if_due(self) -> None:
+        """Measure what noise scores against this space (semantic/probes.py)
+        once every note has its vectors, when never measured or the space has
+        changed by a quarter since: ~1 s on the writer thread, O(log n) times
+        for a space grown note by note. A failing embedder leaves the last
+        calibration (or the model's margin) in force."""
+        index = self.index
+        if index is None or index.has_pending or not index.calibration_due:
+            return
+        notes = sorted(index.notes)
+        sample = notes[:: max(1, len(notes) // SAMPLE_NOTES)][:SAMPLE_NOTES]
+        texts = (payload.text for payload in lexical.payloads_by_id(self.lexical, sample).values())
+        try:
+            index.calibrate(source_words(texts))
+        except (EmbedderUnreachable, EmbedderUnavailable) as exc:
+            log.warning("semantic_calibration_skipped", space=self.space_name, reason=str(exc))
 
     def _pause(self, reason: str) -> None:
         """The embedder failed: keep what is embedded (a checkpoint), stop
@@ -283,7 +306,7 @@ class SemanticChannel:
         )
 
     def _margin(self) -> float | None:
-        return self.index.embedder.config.relevance_margin if self.index is not None else None
+        return self.index.margin() if self.index is not None else None
 
     def related(
         self, note_id: str, limit: int, min_seconds_apart: float, allowed: set[str] | None = None
@@ -328,17 +351,24 @@ class SemanticChannel:
             return None
         config = self.index.embedder.config
         best = max(hit.score for hit in result.hits)
-        margin = config.relevance_margin
-        weight = query_weight(best, result.unrelated, margin) if margin is not None else 1.0
+        margin = self.index.margin()
+        model_margin = config.relevance_margin
+        weight = query_weight(best, result.unrelated, model_margin) if model_margin is not None else 1.0
         if not below and weight >= 1.0:
             return None
         if below == len(result.hits):
             parts = [f"no hit reaches the relevance floor {result.floor:.3f} (best {best:.3f})"]
         else:
             parts = [f"{below} of {len(result.hits)} hits are below the relevance floor {result.floor:.3f}"]
+        needs = f"{config.name} needs {margin:g} more"
+        if margin != config.relevance_margin:
+            needs = (
+                f"this space needs {margin:.3f} more (what made-up words score against its notes;"
+                f" {config.name} alone: {config.relevance_margin:g})"
+            )
         parts.append(
-            f"unrelated text scores {result.unrelated:.3f} against this query and {config.name} needs"
-            f" {margin:g} more; hits below the floor only add to notes another channel found"
+            f"unrelated text scores {result.unrelated:.3f} against this query and {needs};"
+            " hits below the floor only add to notes another channel found"
         )
         if weight < 1.0:
             parts.append(f"weighed {weight:.2f} in fusion: its best hit ({best:.3f}) is close to the floor")

@@ -28,7 +28,15 @@ import numpy as np
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic.chunking import CHUNKING_FINGERPRINT, chunk_note
 from notarium_search.semantic.embedding import Embedder
-from notarium_search.semantic.manifest import FragmentTable, ManifestUnreadable, Record, decode, encode, saved_records
+from notarium_search.semantic.manifest import (
+    FragmentTable,
+    ManifestUnreadable,
+    Record,
+    decode_calibrated,
+    encode,
+    saved_records,
+)
+from notarium_search.semantic.probes import Calibration, measured, probe_queries
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
 from notarium_search.semantic.vector_file import VectorStoreCorrupt
 from notarium_search.semantic.vector_store import VectorStore
@@ -144,6 +152,9 @@ class SemanticIndex:
         if reference is None and embedder.config.relevance_margin is not None:
             reference = embedder.embed_passages(list(REFERENCE_PASSAGES))
         self.reference = reference if embedder.config.relevance_margin is not None else None
+        # What noise scores against this space's fragments (semantic/probes.py),
+        # kept in the manifest; None until measured (the model's margin alone).
+        self.calibration: Calibration | None = None
         self.repaired: str | None = None  # why the index was rebuilt at open, for status
         self.unread: str | None = None  # read-only: why the saved vectors could not be used
         if not read_only:
@@ -165,7 +176,7 @@ class SemanticIndex:
         self.store = VectorStore(self.embedder.config.dim)
         self._dirty = True  # until a manifest matching this fingerprint is read
         try:
-            fingerprint, generation, checksum, notes = decode(self._manifest_path.read_bytes())
+            fingerprint, generation, checksum, notes, calibration = decode_calibrated(self._manifest_path.read_bytes())
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -187,6 +198,7 @@ class SemanticIndex:
             self._reset(f"vector index corrupt ({exc}): rebuilding from the notes")
             return
         self.store, self.generation, self.notes = store, generation, notes
+        self.calibration = calibration
         self._dirty = False
 
     def _reset(self, reason: str | None) -> None:
@@ -219,7 +231,8 @@ class SemanticIndex:
             # just written, shared with the followers (vector_store.py).
             checksum = self.store.save(self._vector_path(generation), view=not self._pending_count)
         # Encoded outside the lock (searches go on): only this thread changes the records.
-        write_atomic(self._manifest_path, encode(self.fingerprint, generation, checksum, self.notes))
+        manifest = encode(self.fingerprint, generation, checksum, self.notes, self.calibration)
+        write_atomic(self._manifest_path, manifest)
         self._vector_path(self.generation).unlink(missing_ok=True)
         self.generation = generation
         self._dirty = False
@@ -353,6 +366,44 @@ class SemanticIndex:
                 self._pending_count -= 1
             if not fragments:
                 self._set_pending(fragment.note_id, {})  # the note is done: off both queues
+
+    # -- calibration (semantic/probes.py) ----------------------------------
+
+    @property
+    def calibration_due(self) -> bool:
+        """Whether the writer should measure this space's noise now: never
+        measured, or the space has changed enough since (probes.REFRESH_SHARE)."""
+        if self.read_only or self.reference is None or not self.size():
+            return False
+        return self.calibration is None or self.calibration.stale(self.size())
+
+    def calibrate(self, words: Sequence[str]) -> Calibration:
+        """Measure what made-up words (some spliced from `words`, the space's
+        own) score against this space above unrelated text, and keep it: the
+        next checkpoint writes it with the vectors. ~1 s with e5-small (the
+        probes embedded one by one, as queries are), whatever the space's size."""
+        assert self.reference is not None
+        excess = []
+        for text in probe_queries(words):
+            vector = self.embedder.embed_query(text)
+            hits = self.search(vector, 1)
+            if hits:
+                excess.append(hits[0][2] - float(np.mean(self.reference @ vector)))
+        self.calibration = measured(self.size(), excess)
+        self._dirty = True
+        log.info("semantic_calibrated", directory=str(self.directory), margin=round(self.calibration.margin(), 4))
+        return self.calibration
+
+    def margin(self) -> float | None:
+        """The relevance margin of this space: the model's, raised to what its
+        own noise reaches (its calibration) where that is higher; None when the
+        model has no margin (no floor at all)."""
+        model = self.embedder.config.relevance_margin
+        if model is None:
+            return None
+        if self.calibration is None:
+            return model
+        return max(model, self.calibration.margin())
 
     # -- readers -----------------------------------------------------------
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import msgspec
 
 from notarium_search.semantic.chunking import key_of
+from notarium_search.semantic.probes import Calibration
 
 
 class Record(msgspec.Struct, array_like=True, frozen=True):
@@ -38,14 +39,22 @@ class Record(msgspec.Struct, array_like=True, frozen=True):
     digest: str  # of the fragment text: detects a note text that moved on since
 
 
-class _Head(msgspec.Struct):
+class _Head(msgspec.Struct, omit_defaults=True):
     fingerprint: str
     generation: int
     checksum: str
+    # What noise scores against this space (semantic/probes.py). Absent from
+    # the manifests written before it (and omitted while not measured): the
+    # floor is then the model's margin alone, and the writer measures it.
+    calibration: Calibration | None = None
 
 
-class _Saved(_Head):
-    notes: dict[str, msgspec.Raw]  # decoded note by note: all the records at once as objects would be the peak
+class _Saved(msgspec.Struct):
+    fingerprint: str
+    generation: int
+    checksum: str
+    calibration: msgspec.Raw = msgspec.Raw(b"null")  # decoded apart: a bad one is measured again, the vectors kept
+    notes: dict[str, msgspec.Raw] = {}  # decoded note by note: all the records at once as objects would be the peak
 
 
 class ManifestUnreadable(ValueError):
@@ -146,9 +155,11 @@ class FragmentTable(Mapping[str, list[Record]]):
         return records
 
 
-def encode(fingerprint: str, generation: int, checksum: str, table: FragmentTable) -> bytes:
+def encode(
+    fingerprint: str, generation: int, checksum: str, table: FragmentTable, calibration: Calibration | None = None
+) -> bytes:
     """The manifest as JSON, one note's records encoded at a time."""
-    head = msgspec.json.encode(_Head(fingerprint, generation, checksum))
+    head = msgspec.json.encode(_Head(fingerprint, generation, checksum, calibration))
     parts = [head[:-1], b',"notes":{']
     for position, note_id in enumerate(table):
         parts += [b"," if position else b"", msgspec.json.encode(note_id), b":", msgspec.json.encode(table[note_id])]
@@ -159,6 +170,12 @@ def encode(fingerprint: str, generation: int, checksum: str, table: FragmentTabl
 def decode(data: bytes) -> tuple[str, int, str, FragmentTable]:
     """(fingerprint, generation, checksum, records) of a manifest's bytes.
     Raises ManifestUnreadable."""
+    return decode_calibrated(data)[:4]
+
+
+def decode_calibrated(data: bytes) -> tuple[str, int, str, FragmentTable, Calibration | None]:
+    """`decode`, and the space's calibration (None in a manifest written
+    before it, or when unreadable: measured again, never an error)."""
     try:
         saved = msgspec.json.decode(data, type=_Saved)
         table = FragmentTable()
@@ -166,7 +183,14 @@ def decode(data: bytes) -> tuple[str, int, str, FragmentTable]:
             table.replace(note_id, msgspec.json.decode(raw, type=list[Record]))
     except msgspec.DecodeError as exc:
         raise ManifestUnreadable(str(exc)) from None
-    return saved.fingerprint, saved.generation, saved.checksum, table
+    return saved.fingerprint, saved.generation, saved.checksum, table, _calibration(saved.calibration)
+
+
+def _calibration(raw: msgspec.Raw) -> Calibration | None:
+    try:
+        return msgspec.json.decode(raw, type=Calibration | None)
+    except msgspec.DecodeError:
+        return None
 
 
 def saved_records(data: bytes) -> tuple[str, Mapping[str, list[Record]]]:

@@ -47,7 +47,7 @@ def search(
     payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
     terms = HighlightTerms.from_plan(plan_query(text, lexical_index.analyzers), frozenset())
     unrelated = unrelated_score(index, query)
-    margin = index.embedder.config.relevance_margin
+    margin = index.margin()  # the model's, or what this space's noise asks (semantic/probes.py)
     floor = None if unrelated is None or margin is None else unrelated + margin
     results = []
     for rank, (note_id, fragments) in enumerate(ranked):
@@ -63,8 +63,11 @@ def search(
         snippets = _snippets(payload, fragments, terms, lexical_index)
         results.append(ChannelHit(payload.summary(), best, snippets, confident=confident))
     weight = 1.0
-    if results and unrelated is not None and margin is not None:
-        weight = query_weight(max(hit.score for hit in results), unrelated, margin)
+    model_margin = index.embedder.config.relevance_margin
+    if results and unrelated is not None and model_margin is not None:
+        # Weighed by the model's margin: the space's calibration decides what
+        # may list a note alone, not how much the channel counts in fusion.
+        weight = query_weight(max(hit.score for hit in results), unrelated, model_margin)
     return ChannelResult(CHANNEL, tuple(results), floor=floor, weight=weight, unrelated=unrelated)
 
 
