@@ -12,6 +12,10 @@ query: the mean similarity of the query to the reference passages
 model's margin. Measured with bench/semantic_floor.py and bench/relevance_sweep.py
 on piaf-fr and cranfield and their no-answer queries (docs/relevance.md).
 
+The model's margin is the least a space gets: each space also measures what
+made-up words score against its own fragments when its vectors are built,
+and its floor rises to that where it is higher (semantic/probes.py).
+
 A pack states its margin in model.json (`relevance_margin`), or the [model]
 table of the configuration does; for the models documented in docs/models.md
 the margins measured here apply, matched by model name (an organisation prefix
