@@ -14,9 +14,12 @@ each:
   (Zool.), (Anat.), (Physiol.) or (Min.): English scientific vocabulary, Latin
   genus names, drugs and compounds: where a made-up word cut into sub-word
   pieces finds look-alikes;
-* `manpages-de`: German manual pages (`manpages-de`), one note per section:
-  another language (indexed as `en`, the analyzer a German user would get
-  here) and another domain.
+* `manpages-de`: German manual pages (`manpages-de`), one note per section
+  (cut at 1,200 characters): another language (indexed as `en`, the analyzer
+  a German user would get here) and another domain.
+
+2,500 notes each (1,000 manual sections: longer, they embed as 2.5 fragments
+a note), sampled evenly from the package's entries.
 
 Each gets, with a fixed seed, 60 `nonsense` queries (1-3 pronounceable
 made-up words, none of which occurs in the corpus after lowercasing and
@@ -56,6 +59,7 @@ NOTE_CHARS = 1_200  # a longer manual section is cut (at a space): 2 fragments a
 NONSENSE = 60
 SEED = 29
 LANGUAGES = {"foldoc": "en", "gcide-science": "en", "manpages-de": "en"}
+SIZES = {"manpages-de": 1_000}  # its sections are longer: 2.5 fragments a note
 PACKAGES = {"foldoc": "dict-foldoc", "gcide-science": "dict-gcide", "manpages-de": "manpages-de"}
 EVERYDAY_EN = (
     "how long to boil a soft egg",
@@ -241,8 +245,8 @@ def write_collection(name: str, cache: Path, eval_dir: Path) -> Path:
     if (folder / "corpus.jsonl").exists():
         return folder
     docs = BUILDERS[name](fetch(PACKAGES[name], cache))
-    step = max(1, len(docs) // NOTES)
-    docs = docs[::step][:NOTES]
+    notes = SIZES.get(name, NOTES)
+    docs = docs[:: max(1, len(docs) // notes)][:notes]
     vocabulary = {word for doc in docs for word in _WORD.findall(fold(doc["title"] + " " + doc["text"]))}
     rng = random.Random(f"{SEED}-{name}")
     made_up = nonsense(vocabulary, rng)
