@@ -159,6 +159,20 @@ def service_ranker(service: Service) -> Ranker:
     return rank
 
 
+def names_ranker(collection: Collection) -> Ranker:
+    """A quick switcher that knows names only: the notes whose folded name starts
+    with the folded query, the shortest name first (then the path). Not an engine
+    to compare with but the ceiling of the typed share: while the typed text is
+    still the start of a shorter name, that name's note rightly comes first."""
+    names = sorted(((fold(item.name), item.path) for item in collection.items), key=lambda n: (len(n[0]), n[1]))
+
+    def rank(query: str, depth: int) -> tuple[list[str], str | None]:
+        key = fold(query)
+        return [path for name, path in names if key and name.startswith(key)][:depth], None
+
+    return rank
+
+
 def minisearch_ranker(baseline: known_baseline.MiniSearchBaseline) -> Ranker:
     def rank(query: str, depth: int) -> tuple[list[str], str | None]:
         paths, heading = baseline.rank(query)
@@ -315,6 +329,12 @@ def run_collection(
             out[mode] = measure(collection, service_ranker(service), sample)
         finally:
             service.stop()
+    print(f"  {collection.name} / names only …", file=sys.stderr, flush=True)
+    names_only = names_ranker(collection)
+    out["names-only"] = {
+        **exact_names(collection, names_only),
+        **typed_shares(collection, names_only, sample, 29, {}),
+    }
     if baseline:
         why = known_baseline.available()
         if why is not None:
@@ -344,7 +364,11 @@ def table(results: dict[str, Any]) -> str:
     """One Markdown table per collection: a row per measure, a column per engine."""
     lines = []
     for name, found in results["collections"].items():
-        engines = [e for e in (*MODES, "minisearch") if isinstance(found.get(e), dict) and "skipped" not in found[e]]
+        engines = [
+            e
+            for e in (*MODES, "minisearch", "names-only")
+            if isinstance(found.get(e), dict) and "skipped" not in found[e]
+        ]
         counts = found[engines[0]] if engines else {}
         lines.append(
             f"\n{name} ({found['notes']} notes, {counts.get('unique_names')} unique names of {counts.get('names')},"

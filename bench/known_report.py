@@ -5,7 +5,7 @@
 One Markdown table per collection and measure row, a column per run and
 mode (`before lexical`, `after lexical+graph`, …) and the MiniSearch baseline
 once (it does not depend on this repository's code: the last run that has it).
-A label given twice merges its files (a collection re-run on its own).
+A label given twice merges its files (a collection or a mode run on its own).
 """
 
 from __future__ import annotations
@@ -35,6 +35,16 @@ def side_by_side(runs: dict[str, dict[str, Any]]) -> str:
                 baseline = found["minisearch"]
         if baseline is not None:
             columns.append(("MiniSearch", baseline))
+        ceiling = next(
+            (
+                r["collections"][name]["names-only"]
+                for r in runs.values()
+                if "names-only" in r["collections"].get(name, {})
+            ),
+            None,
+        )
+        if ceiling is not None:
+            columns.append(("names only (ceiling)", ceiling))
         if not columns:
             continue
         counts = columns[0][1]
@@ -57,8 +67,9 @@ def main(argv: list[str] | None = None) -> str:
     for spec in argv if argv is not None else sys.argv[1:]:
         label, _, path = spec.partition("=")
         run = json.loads(Path(path).read_text(encoding="utf-8"))
-        if label in runs:  # a label given twice: the later file's collections replace the earlier's
-            runs[label]["collections"].update(run["collections"])
+        if label in runs:  # a label given twice: the later file's modes replace the earlier's
+            for name, found in run["collections"].items():
+                runs[label]["collections"].setdefault(name, {}).update(found)
         else:
             runs[label] = run
     text = side_by_side(runs)
