@@ -178,6 +178,9 @@ def build_query(
     if len(plain_words) >= 2 and ranking.phrase_boost > 0:
         phrase = Query.phrase_query(schema, "plain", plain_words)
         should.append(Query.boost_query(phrase, ranking.phrase_boost))
+    named = _name_holds_every_word([t for t in free if t.stem is not None], schema)
+    if named is not None and ranking.name_words_boost > 0:
+        should.append(Query.boost_query(named, ranking.name_words_boost))
     # One flat boolean query, every word's options side by side: the same matches
     # and scores as one nested query per word (scores add up either way), faster.
     # Without a required phrase, a note must match at least one Should clause.
@@ -186,6 +189,20 @@ def build_query(
     if not must and not should:
         clauses.append((Occur.Must, Query.all_query()))
     return Query.boolean_query(clauses)
+
+
+def _name_holds_every_word(terms: list[Term], schema: tantivy.Schema) -> Query | None:
+    """Every word (two at least, stop words aside; the word being typed as it stands) in
+    the note's title, file name or an alias, in any order: "style guide" names
+    *Guide de style* as much as a note that says "guide" and "style" often."""
+    if len(terms) < 2:
+        return None
+    names = ("title", "file_name", "aliases")
+    each = [
+        (Occur.Must, Query.boolean_query([(Occur.Should, Query.term_query(schema, f, t.stem)) for f in names]))
+        for t in terms
+    ]
+    return Query.boolean_query(each)
 
 
 def _form_and_proximity(words: list[str], schema: tantivy.Schema, boosts: LanguageBoosts) -> list[Query]:

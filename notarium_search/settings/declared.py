@@ -71,6 +71,10 @@ class RankingConfig:
     """Extra weight of a term found in the note's file name, when the file
     name is not its title (a title from the frontmatter or the first heading):
     as the title's, so that either name finds the note alike."""
+    name_words_boost: float = 1.0
+    """Extra weight when every word of the query (two at least, stop words
+    and the word being typed aside) is in the note's title, file name or an
+    alias, in any order. 0 disables."""
     aliases_boost: float = 0.5
     """Extra weight of a term found in a frontmatter alias."""
     headings_boost: float = 0.2

@@ -204,3 +204,20 @@ def test_a_heading_typed_as_is_brings_its_note_next(vault: Vault):
         assert [h.known for h in found[1:]] == [None] * (len(found) - 1)
     finally:
         service.stop()
+
+
+def test_a_name_typed_in_another_order_or_with_a_word_missing_is_near_the_top(vault: Vault):
+    vault.write("Guide de style.md", "Écrire court.\n")
+    vault.write("Traductions.md", "Un style pour chaque langue ; ce guide aide. Le style, le guide.\n" * 3)
+    for n in range(20):
+        vault.write(f"n{n}.md", f"Le style numéro {n}, un guide {n}.\n")
+    vault.write("Espace de travail partagé.md", "Un écran.\n")
+    vault.write("Écrans.md", "Chaque espace a son travail ; un espace, un travail partagé.\n" * 3)
+    service = vault.service()
+    try:
+        assert first(service, "style guide ") == "Guide de style.md"
+        assert first(service, "style guide") == "Guide de style.md"  # "guide" typed whole
+        assert "Espace de travail partagé.md" in ids(service.search("notes", "travail espace ", NO_FILTER, 10))[:3]
+        assert first(service, "partagé espace travail ") == "Espace de travail partagé.md"
+    finally:
+        service.stop()
