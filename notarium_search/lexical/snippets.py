@@ -42,6 +42,7 @@ ELLIPSIS = "…"
 MAX_SCAN_CHARS = 100_000  # a huge note is only searched for highlights this far
 MAX_MATCHES = 64  # plenty to choose 3 windows from; a long note's later matches are not needed
 MAX_CANDIDATES = 2_000  # words checked per note: bounds a note where every word is a near miss
+MAX_LATE_HEADINGS = 4_096  # headings past MAX_SCAN_CHARS compared with the query (a heading typed as is)
 STEM_CACHE_WORDS = 16_384  # distinct note words whose stem is remembered (~300 bytes each, < 5 MB)
 SCAN_CACHE_QUERIES = 256  # candidate literals, one set per recent query
 FOLD_CACHE_CHARS = 4_096  # distinct non-Latin-1 characters whose fold is remembered
@@ -160,9 +161,11 @@ class _Sections:
     then the most distinct query words (its own heading's and those of the
     headings it sits under count), then the most of them in those headings,
     then the longest run of the query's words in order with nothing but its
-    stop words between (the phrase), then the earliest. Linear: one pass over the headings before MAX_SCAN_CHARS (the
-    matches themselves are at most MAX_MATCHES, and the words of a heading
-    equal to the query are added to them even past that bound)."""
+    stop words between (the phrase), then the earliest. Linear: one pass
+    over the headings, each compared with the query only when the matches
+    may have missed its words (past MAX_MATCHES, or past MAX_SCAN_CHARS: at
+    most MAX_LATE_HEADINGS of those; its words are then added to the
+    matches), else only those holding a match."""
 
     __slots__ = ("matches", "rank", "starts")
 
@@ -195,10 +198,13 @@ class _Sections:
         equal: set[int] = set()
         extra: list[_Match] = []
         shortest = sum(map(len, terms.words))  # a heading shorter than the query's letters is not it
+        late = 0  # headings past MAX_SCAN_CHARS compared with the query
         for at, level, heading in sections:
             if at >= scanned:
-                break
-            if not complete and len(heading) >= shortest and _is_query(heading, terms, analyzers):
+                late += 1
+                if late > MAX_LATE_HEADINGS:
+                    break
+            if (not complete or at >= scanned) and len(heading) >= shortest and _is_query(heading, terms, analyzers):
                 equal.add(len(starts))
                 if not any(at <= m.start < at + len(heading) for m in matches):
                     # Past MAX_MATCHES: the heading's own words, found in it alone.
