@@ -43,6 +43,12 @@ NAME_KEY_MAX_CHARS = 200
 # beyond these are found by their words like any other.
 EXACT_NOTES = 50
 PREFIX_NAMES = 50  # the shortest names starting with the typed text
+# Searches for them: more than one when some names first taken were only
+# deleted notes' (the term dictionary keeps them until segments merge), each
+# for the names still missing. A vault where many notes were just deleted or
+# moved needs a few (tests/index/test_crash.py: one deleted name in 50 of a
+# folder, then another among the next); past this bound, fewer are listed.
+PREFIX_ROUNDS = 16
 # While typing, the names starting with the text are read from the term
 # dictionary (their count is bounded by the vault's names, ~3 per note); a
 # text this short ("pa") would list too many to be a useful ranking.
@@ -126,16 +132,24 @@ def find(
     it, then the notes one of whose headings it is (up to HEADING_NOTES).
     `within` adds the query's exclusions and filters to a query; `heads`
     reads a found note's (id, path, title, aliases)."""
-    exact = [wanted.key] if searcher.doc_freq(FIELD, wanted.key) else []
-    keys = exact + _names_starting(searcher, wanted, count, within)
     ranked: dict[tuple[int, int], tuple[tantivy.DocAddress, KnownName]] = {}
-    if keys:  # most queries name no note: no search (a term set query costs 0.4 ms even then)
+
+    def take(keys: list[str], limit: int) -> set[str]:
+        """Rank the notes bearing these names; the names some live note bears."""
         named = Query.boolean_query([(Occur.Should, Query.term_query(schema, FIELD, key)) for key in keys])
-        for _, address in searcher.search(within(named), EXACT_NOTES + count, count=False).hits:
+        borne: set[str] = set()
+        for _, address in searcher.search(within(named), limit, count=False).hits:
             note_id, path, title, aliases = heads(address)
-            known = rank(wanted, note_names(note_id, path, title, aliases), path)
+            names = note_names(note_id, path, title, aliases)
+            known = rank(wanted, names, path)
             if known is not None:
                 ranked[address.segment_ord, address.doc] = (address, known)
+                borne.update(names)
+        return borne
+
+    if searcher.doc_freq(FIELD, wanted.key):  # most queries name no note: no search then
+        take([wanted.key], EXACT_NOTES)
+    _take_names_starting(searcher, wanted, count, within, take)
     for address in _heading_notes(searcher, schema, wanted, within):
         if (address.segment_ord, address.doc) not in ranked:
             path = heads(address)[1]
@@ -166,26 +180,47 @@ def rank(wanted: NameQuery, names: dict[str, str], path: str) -> KnownName | Non
     return KnownName(LEVELS[best] + "_prefix", (_PREFIX, length, best, len(path), path))
 
 
-def _names_starting(
-    searcher: tantivy.Searcher, wanted: NameQuery, count: int, within: Callable[[Query], Query]
-) -> list[str]:
-    """The shortest names going on from the query, enough of them for about
-    `count` notes (the term dictionary says how many notes bear each, within
-    the filters): only those notes are read. None for a text too short."""
+def _take_names_starting(
+    searcher: tantivy.Searcher,
+    wanted: NameQuery,
+    count: int,
+    within: Callable[[Query], Query],
+    take: Callable[[list[str], int], set[str]],
+) -> None:
+    """The notes of the shortest names going on from the query, enough of
+    them for about `count` notes, and the names as long as the last one
+    (PREFIX_NAMES at most). The term dictionary says how many notes bear each
+    name (within the filters), so only those notes are read; it also keeps
+    the names of deleted notes until segments merge, so names no live note
+    bears are passed over and the next ones taken: an index that lived
+    through deletions answers as a fresh one. None for a text too short."""
     if len(wanted.key) < PREFIX_KEY_MIN_CHARS:
-        return []
+        return
     go_on = wanted.key if wanted.typing else wanted.key + " "
     everything = Query.all_query()
     narrowed = within(everything)
     # Counting within filters reads each name's notes: only when there are filters.
     bearing = searcher.terms_with_prefix(FIELD, go_on, filter_query=None if narrowed is everything else narrowed)
-    names = sorted(((len(name), name, notes) for name, notes in bearing if notes and name != wanted.key))
-    taken: list[str] = []
+    names = sorted((len(name), name, notes) for name, notes in bearing if notes and name != wanted.key)
+    live: list[str] = []  # names some live note bears, in order
     notes_taken = 0
-    for length, name, notes in names:
-        # Names as long as the last one taken tie with it: taken too (PREFIX_NAMES at most).
-        if (notes_taken >= count and length > len(taken[-1])) or len(taken) >= PREFIX_NAMES:
-            break
-        taken.append(name)
-        notes_taken += notes
-    return taken
+    start = 0
+    for _ in range(PREFIX_ROUNDS):
+        if start >= len(names) or len(live) >= PREFIX_NAMES:
+            return
+        batch: list[str] = []
+        wanted_notes = 0
+        for length, name, notes in names[start:]:
+            last = batch[-1] if batch else live[-1] if live else None
+            enough = last is not None and notes_taken + wanted_notes >= count and length > len(last)
+            if enough or len(live) + len(batch) >= PREFIX_NAMES:
+                break
+            batch.append(name)
+            wanted_notes += notes
+        if not batch:
+            return
+        start += len(batch)
+        borne = take(batch, wanted_notes)
+        found = [name for name in batch if name in borne]
+        live += found
+        notes_taken += sum(notes for _, name, notes in names[start - len(batch) : start] if name in borne)

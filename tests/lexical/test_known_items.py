@@ -221,3 +221,29 @@ def test_a_name_typed_in_another_order_or_with_a_word_missing_is_near_the_top(va
         assert first(service, "partagé espace travail ") == "Espace de travail partagé.md"
     finally:
         service.stop()
+
+
+def test_names_of_deleted_notes_do_not_crowd_out_live_ones(tmp_path):
+    """The term dictionary keeps a deleted note's names until segments merge:
+    the notes listed for a name's start must be a fresh index's."""
+    (tmp_path / "lived").mkdir()
+    (tmp_path / "fresh").mkdir()
+    lived, fresh = Vault(tmp_path / "lived"), Vault(tmp_path / "fresh")
+    for n in range(200):
+        lived.write(f"dossier/n{n:04}.md", f"Note {n}.\n")
+    service = lived.service()
+    for n in range(0, 120, 2):  # the first names, in the order they are taken
+        lived.remove(f"dossier/n{n:04}.md")
+    for n in [*range(1, 120, 2), *range(120, 200)]:
+        fresh.write(f"dossier/n{n:04}.md", f"Note {n}.\n")
+    other = fresh.service()
+    try:
+        for space in service.spaces.values():
+            space.run_reconcile()
+        assert service.spaces["notes"].lexical.searcher().doc_freq("names", "dossier n0000") == 1  # still there
+        found = ids(service.search("notes", "dossier", NO_FILTER, 100))
+        assert len(found) == 50  # PREFIX_NAMES
+        assert found == ids(other.search("notes", "dossier", NO_FILTER, 100))
+    finally:
+        service.stop()
+        other.stop()
