@@ -35,7 +35,7 @@ from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault, stop_if_short
 from notarium_search.types import IndexProgress, IndexState, ParsedNote, SourceFile
 
-PARSER_VERSION = 10  # bump when parse/markdown output changes: forces a rebuild (10: line anchors past comments)
+PARSER_VERSION = 11  # bump when parse/markdown output changes: forces a rebuild (11: numbered headings are sections)
 # Errors that stop a pass at once, leaving what is committed as it is: the
 # index, the writer or the machine failing, not one note.
 PASS_STOPPERS = (IndexLocked, StorageFault, IndexFolderMissing)

@@ -375,8 +375,12 @@ def _plain_text(masked: str, code: list[str]) -> tuple[str, tuple[tuple[int, int
     """The plain text, and where each non-empty fenced code block sits in it."""
     text = _without_comments(masked)
     text = _RULE_RE.sub("", text)
-    text = _sub_headings(text, lambda raw: raw)
+    # A heading's line is its text, whatever it starts with: "### 1. Lire"
+    # is the section "1. Lire", not a list item (its "1. " was dropped, and
+    # the heading had no section to open at). So the list and quote markers
+    # are dropped first, on the lines as written.
     text = _LINE_PREFIX_RE.sub("", text)
+    text = _sub_headings(text, lambda raw: raw)
     text = _CALLOUT_RE.sub("", text)
     text = _inline_to_text(text)
     # An empty code block would leave blank lines behind: drop it first.

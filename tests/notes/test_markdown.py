@@ -396,3 +396,12 @@ def test_property_markdown_functions_never_raise(text):
         assert "\n" not in link.target
         assert "[" not in link.target
         assert "]" not in link.target
+
+
+@pytest.mark.parametrize("heading", ["1. Concaténer les fichiers", "2) Lire la source", "- une liste ?", "> cité"])
+def test_a_heading_that_starts_like_a_list_item_is_a_section(heading):
+    """Issue 29: `### 1. Concaténer …` lost its "1. " in the plain text, so the
+    heading was no line of it and had no section: a hit could not open there."""
+    parts = md.analyse(f"# Titre\n\nAvant.\n\n### {heading}\n\nTexte.\n")
+    assert heading in parts.plain_text.split("\n")
+    assert [(level, text) for _, level, text in parts.sections] == [(1, "Titre"), (3, heading)]
