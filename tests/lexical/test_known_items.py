@@ -247,3 +247,13 @@ def test_names_of_deleted_notes_do_not_crowd_out_live_ones(tmp_path):
     finally:
         service.stop()
         other.stop()
+
+
+def test_one_letter_lists_the_shortest_names_starting_with_it(named: Vault):
+    service = named.service()
+    try:
+        found = service.search("notes", "P", NO_FILTER, 10).results
+        assert [h.note.path for h in found[:2]] == ["Paramètres.md", "Réglages/Paramètres avancés.md"]
+        assert found[0].known == "file_name_prefix"
+    finally:
+        service.stop()
