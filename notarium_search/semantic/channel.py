@@ -206,8 +206,8 @@ class SemanticChannel:
         texts = (payload.text for payload in lexical.payloads_by_id(self.lexical, sample).values())
         try:
             index.calibrate(source_words(texts))
-        except (EmbedderUnreachable, EmbedderUnavailable) as exc:
-            log.warning("semantic_calibration_skipped", space=self.space_name, reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a probe the embedder fails (a server gone mid-answer) leaves the margin as it was
+            log.warning("semantic_calibration_skipped", space=self.space_name, reason=str(exc) or type(exc).__name__)
 
     def _pause(self, reason: str) -> None:
         """The embedder failed: keep what is embedded (a checkpoint), stop

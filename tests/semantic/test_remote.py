@@ -18,6 +18,7 @@ from notarium_search.semantic import remote
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.loading import load_configured_embedder
+from notarium_search.semantic.probes import PROBES
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
 from notarium_search.semantic.remote import RemoteEmbedder, load_remote_embedder, remote_config
 from notarium_search.service import Service
@@ -294,28 +295,35 @@ def test_a_token_refused_mid_build_stops_the_build_without_retrying(vault: Vault
         server.stop()
 
 
+def calibrated(service: Service) -> bool:
+    """Ready, and the space's noise measured (semantic/probes.py): the writer's last embedding of a build."""
+    semantic = service.spaces["notes"].semantic
+    ready = service.spaces["notes"].status().semantic.state == ChannelState.READY
+    return ready and semantic is not None and semantic.index is not None and not semantic.index.calibration_due
+
+
 def test_model_change_rebuilds_every_vector(vault: Vault, pack: Path):
     write_notes(vault, 4)
     with serving(pack, model=MINILM) as server:
         service = remote_service(vault, server.url)
         start_building(service)
-        eventually(lambda: service.spaces["notes"].status().semantic.state == ChannelState.READY)
+        eventually(lambda: calibrated(service))
         fragments = len(expected_fragments(service))
         service.stop()
-        # The same model again: nothing is embedded anew.
+        # The same model again: nothing is embedded anew (the calibration is kept with the vectors).
         server.texts_embedded = 0
         service = remote_service(vault, server.url)
         start_building(service)
-        eventually(lambda: service.spaces["notes"].status().semantic.state == ChannelState.READY)
+        eventually(lambda: calibrated(service))
         passages = server.texts_embedded
         service.stop()
-        # The server now serves another model: every fragment is embedded again.
+        # The server now serves another model: every fragment is embedded again, and the probes.
         server.model = "intfloat/multilingual-e5-small"
         server.texts_embedded = 0
         service = remote_service(vault, server.url)
         start_building(service)
-        eventually(lambda: service.spaces["notes"].status().semantic.state == ChannelState.READY)
-        assert server.texts_embedded - passages == fragments
+        eventually(lambda: calibrated(service))
+        assert server.texts_embedded - passages == fragments + PROBES
         assert stored_fragments(service) == expected_fragments(service)
         service.stop()
 
