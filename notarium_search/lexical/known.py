@@ -108,6 +108,12 @@ class NameQuery:
     key: str
     typing: bool
 
+    @property
+    def goes_on(self) -> str:
+        """What a longer name starts with: the text itself while its last word
+        is typed, else the text and a space (a new word)."""
+        return self.key if self.typing else self.key + " "
+
     @classmethod
     def of(cls, text: str, plan: QueryPlan) -> NameQuery | None:
         """None when the query is no name: no word to search for."""
@@ -118,7 +124,7 @@ class NameQuery:
         key = name_key(" ".join(words))
         if not key:
             return None
-        return cls(key, typing=bool(text) and not text[-1].isspace() and not text.endswith('"'))
+        return cls(key, typing=plan.typing)
 
 
 def find(
@@ -174,7 +180,7 @@ def rank(wanted: NameQuery, names: dict[str, str], path: str) -> KnownName | Non
     level = names.get(wanted.key)
     if level is not None:
         return KnownName(level, (_EXACT, LEVELS.index(level), len(path), path))
-    go_on = wanted.key if wanted.typing else wanted.key + " "
+    go_on = wanted.goes_on
     starting = [(len(key), LEVELS.index(level)) for key, level in names.items() if key.startswith(go_on)]
     if not starting:
         return None
@@ -198,7 +204,7 @@ def _take_names_starting(
     through deletions answers as a fresh one. None for a text too short."""
     if len(wanted.key) < PREFIX_KEY_MIN_CHARS:
         return
-    go_on = wanted.key if wanted.typing else wanted.key + " "
+    go_on = wanted.goes_on
     everything = Query.all_query()
     narrowed = within(everything)
     # Counting within filters reads each name's notes: only when there are filters.

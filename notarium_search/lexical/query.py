@@ -87,6 +87,7 @@ class QueryPlan:
     units: tuple[Unit, ...]
     prefix: Term | None  # the last word, still being typed
     positive: tuple[Term, ...] = field(default=())
+    typing: bool = False  # no space or closing quote after the last character: a word may be unfinished
 
     @property
     def is_empty(self) -> bool:
@@ -122,7 +123,7 @@ def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
     if typing and last is not None and not last.phrase:
         candidate = last.terms[-1]
         prefix = candidate if len(candidate.plain) >= PREFIX_MIN_CHARS else None
-    return QueryPlan(units=tuple(units), prefix=prefix, positive=positive)
+    return QueryPlan(units=tuple(units), prefix=prefix, positive=positive, typing=typing)
 
 
 def _unit(text: str, analyzers: Analyzers, phrase: bool, excluded: bool) -> Unit:
