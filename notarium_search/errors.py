@@ -1,5 +1,8 @@
 """Errors that reach clients. Each carries its HTTP status and a stable code;
 the API renders them as `{"error": code, "detail": message, "status": n}`.
+Also why the model cannot be used (`EmbedderUnavailable`), raised by the
+semantic channel and caught above it: by the service, the query's embedding
+and the command line, which need not import the channel to name it.
 Leaf module."""
 
 from __future__ import annotations
@@ -72,3 +75,15 @@ class IndexUnavailable(NotariumError):
     status = 503
     code = "index_unavailable"
     retry_after: int | None = 2
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The model cannot be used; `str(exc)` is a precise, user-facing reason.
+    Raised by the model configuration (semantic/model_config.py), local packs
+    (semantic/embedding.py) and inference servers (semantic/remote.py)."""
+
+
+class EmbedderUnreachable(EmbedderUnavailable):
+    """The model is served by another process that cannot answer right now
+    (down, overloaded, timing out): worth trying again later, unlike a
+    configuration error (semantic/remote.py)."""

@@ -8,6 +8,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
+from notarium_search.errors import EmbedderUnavailable
 from notarium_search.logsetup import get_logger
 
 if TYPE_CHECKING:
@@ -62,4 +63,5 @@ class QueryEmbedding:
 
 
 def is_embedder_error(exc: BaseException) -> bool:
-    return any(kind.__name__ == "EmbedderUnavailable" for kind in type(exc).__mro__)
+    """Whether `exc` says why the model cannot be used (its message is for users)."""
+    return isinstance(exc, EmbedderUnavailable)

@@ -1,15 +1,11 @@
 """Why an embedder cannot be used: the exceptions shared by the model
 configuration (semantic/model_config.py), local packs (semantic/embedding.py)
-and inference servers (semantic/remote.py). Leaf module."""
+and inference servers (semantic/remote.py). They live in errors.py, the
+lowest layer, so that the service and the front doors catch them without
+importing the semantic channel; named here too for the channel's modules."""
 
 from __future__ import annotations
 
+from notarium_search.errors import EmbedderUnavailable, EmbedderUnreachable
 
-class EmbedderUnavailable(RuntimeError):
-    """The model cannot be used; `str(exc)` is a precise, user-facing reason."""
-
-
-class EmbedderUnreachable(EmbedderUnavailable):
-    """The model is served by another process that cannot answer right now
-    (down, overloaded, timing out): worth trying again later, unlike a
-    configuration error (semantic/remote.py)."""
+__all__ = ["EmbedderUnavailable", "EmbedderUnreachable"]
