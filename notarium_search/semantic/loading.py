@@ -50,7 +50,7 @@ def _load_remote(settings: Settings) -> Embedder:
     model = settings.embed_model or str(settings.model.get("name") or "")
     if not model:
         raise EmbedderUnavailable("embed_url is set but no model name: set NOTARIUM_EMBED_MODEL (or name in [model])")
-    config = replace(local, pooling=REMOTE_POOLING) if local is not None else remote_config(settings.model, model)
+    config = replace(local, pooling=REMOTE_POOLING) if local is not None else remote_config(dict(settings.model), model)
     remote = load_remote_embedder(
         settings.embed_url,
         config,

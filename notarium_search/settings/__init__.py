@@ -1,5 +1,7 @@
 """The one place configuration is read: `load_settings`, from the
-declarations in `declared.py` (every setting, once) and the spaces in `spaces.py`.
+declarations in `declared.py` (every setting, once) and the spaces in `spaces.py`;
+and a model pack's values, through the `[model]` keys declared there
+(`model_keys`, `resolve_model_config`).
 
 Sources, later ones winning: built-in defaults, the TOML file named by
 `NOTARIUM_CONFIG` (or `--config`), then environment variables. Every field is
@@ -16,7 +18,7 @@ import re
 import tomllib
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
@@ -27,46 +29,61 @@ from notarium_search.settings.declared import (
     CHUNKING_MODES,
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
+    DEFAULT_MAX_TOKENS,
     LANGUAGES,
     OVERSIZE_POLICIES,
+    POOLINGS,
     SPACE_NAME_PATTERN,
     SPACE_NAME_RE,
     Choices,
     CollectionConfig,
+    Default,
     Env,
     FusionConfig,
     IgnoredFolder,
+    LabelOnly,
+    ModelConfig,
     RankingConfig,
     ReadWith,
+    Required,
     Settings,
     SpaceConfig,
     valid_space_name,
 )
-from notarium_search.settings.readers import ConfigError, converted, empty_path, host_pattern, read_path
+from notarium_search.settings.readers import ConfigError, converted, empty_path, host_pattern, loose, read_path
 from notarium_search.settings.spaces import read_spaces
 
 __all__ = [
     "CHUNKING_MODES",
     "DEFAULT_EXCLUDE",
     "DEFAULT_INCLUDE",
+    "DEFAULT_MAX_TOKENS",
     "LANGUAGES",
     "OVERSIZE_POLICIES",
+    "POOLINGS",
     "SPACE_NAME_PATTERN",
     "SPACE_NAME_RE",
     "Choices",
     "CollectionConfig",
     "ConfigError",
+    "Default",
     "Env",
     "FusionConfig",
     "IgnoredFolder",
+    "LabelOnly",
+    "ModelConfig",
+    "ModelKey",
     "RankingConfig",
     "ReadWith",
+    "Required",
     "Settings",
     "SpaceConfig",
     "env_names",
     "host_pattern",
     "load_settings",
     "log_ignored_folders",
+    "model_keys",
+    "resolve_model_config",
     "valid_space_name",
 ]
 
@@ -76,18 +93,6 @@ log = get_logger(__name__)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-
-
-_MODEL_KEYS = {
-    "name",
-    "dim",
-    "max_tokens",
-    "pooling",
-    "normalize",
-    "query_prefix",
-    "passage_prefix",
-    "relevance_margin",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +138,87 @@ def _is_optional(hint: Any) -> bool:
 def env_names() -> dict[str, str]:
     """Environment variable → setting, from the declarations (for docs and tests)."""
     return {spec.env: spec.key for spec in _specs().values() if spec.env is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelKey:
+    """One declared `[model]` key (a field of ModelConfig), as a pack's
+    values are read through it."""
+
+    key: str
+    kind: Any  # the bare type: bool, int, float or str
+    optional: bool  # None is a value (relevance_margin: not set, the use decides)
+    bounds: Meta | None
+    choices: tuple[str, ...]
+    read_with: Callable[[Any], Any] | None
+    has_default: bool
+    default: Any
+    required: bool
+    label_only: bool
+
+    def read(self, value: object) -> Any:
+        """The key's value from model.json or the `[model]` table (readers.loose);
+        raises ConfigError naming the key: "dim must be a positive integer, got 'wide'"."""
+        if value is None and self.optional:
+            return None
+        try:
+            if self.read_with is not None:
+                return self.read_with(value)
+            return loose(value, self.kind, self.bounds, self.choices)
+        except ConfigError as exc:
+            raise ConfigError(f"{self.key} {exc}") from None
+
+
+def model_keys() -> dict[str, ModelKey]:
+    """The declared `[model]` keys, in the order of ModelConfig's fields
+    (looked up at each call: a test declares a key of its own by putting a
+    subclass of ModelConfig in its place)."""
+    return _model_keys_of(ModelConfig)
+
+
+@functools.cache
+def _model_keys_of(table: type[ModelConfig]) -> dict[str, ModelKey]:
+    hints = get_type_hints(table, include_extras=True)
+    keys = {}
+    for item in fields(table):
+        hint = hints[item.name]
+        base, *extras = get_args(hint) if get_origin(hint) is Annotated else (hint,)
+        optional = _is_optional(base)
+        kind = next(a for a in get_args(base) if a is not type(None)) if optional else base
+        if kind not in (bool, int, float, str) or any(isinstance(extra, Env) for extra in extras):
+            raise TypeError(f"[model] {item.name}: a [model] key is a bool, int, float or str, without Env")
+        defaults = [extra.value for extra in extras if isinstance(extra, Default)]
+        if item.default is not MISSING:
+            defaults.append(item.default)
+        keys[item.name] = ModelKey(
+            key=item.name,
+            kind=kind,
+            optional=optional,
+            bounds=next((extra for extra in extras if isinstance(extra, Meta)), None),
+            choices=next((extra.values for extra in extras if isinstance(extra, Choices)), ()),
+            read_with=next((extra.read for extra in extras if isinstance(extra, ReadWith)), None),
+            has_default=bool(defaults),
+            default=defaults[0] if defaults else None,
+            required=any(isinstance(extra, Required) for extra in extras),
+            label_only=any(isinstance(extra, LabelOnly) for extra in extras),
+        )
+    return keys
+
+
+def resolve_model_config(values: Mapping[str, object]) -> ModelConfig:
+    """A pack's ModelConfig from its values (model.json with the `[model]`
+    table winning), each read through its declaration, an absent one taking
+    its default. Raises ConfigError naming the key: the first wrong value, or
+    a key without a default that is absent."""
+    resolved: dict[str, Any] = {}
+    for key in model_keys().values():
+        if key.key in values:
+            resolved[key.key] = key.read(values[key.key])
+        elif key.has_default:
+            resolved[key.key] = key.default
+        else:
+            raise ConfigError(f"{key.key} is not set")
+    return ModelConfig(**resolved)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,15 +270,17 @@ def load_settings(
     unknown = set(raw) - set(specs) - {"ranking", "fusion", "spaces", "include", "exclude", "model"}
     if unknown:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
-    model = dict(raw.get("model", {}))
-    if set(model) - _MODEL_KEYS:
-        raise ConfigError(f"unknown [model] keys: {', '.join(sorted(set(model) - _MODEL_KEYS))}")
+    model = raw.get("model", {})
+    if not isinstance(model, dict):
+        raise ConfigError(f"model = {_shown(model)} in {source.where(None, 'model')}: must be a [model] table")
+    if set(model) - set(model_keys()):
+        raise ConfigError(f"unknown [model] keys: {', '.join(sorted(set(model) - set(model_keys())))}")
     settings = replace(
         Settings(),
         **values,
         ranking=_numbers_table("ranking", RankingConfig, raw.get("ranking", {}), source),
         fusion=_numbers_table("fusion", FusionConfig, raw.get("fusion", {}), source),
-        model=model,
+        model=dict(model),
     )
     spaces, ignored = read_spaces(settings, raw, base_dir)
     return replace(settings, spaces=spaces, ignored_folders=ignored)

@@ -2,12 +2,14 @@
 field with its type, default, environment variable (`Env`), bounds (`Meta`,
 checked by msgspec), choices (`Choices`) or reader (`ReadWith`; the readers
 are in `readers.py`). `notarium_search.settings.load_settings` reads them.
+The `[model]` table's keys are the fields of `ModelConfig`, declared the
+same way (with `Default`, `Required` and `LabelOnly`).
 Imports nothing from the package but `readers.py`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +25,13 @@ SPACE_NAME_RE = re.compile(rf"{SPACE_NAME_PATTERN}\Z")
 LANGUAGES = ("fr", "en")
 OVERSIZE_POLICIES = ("truncate", "skip")
 CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (semantic/chunking.py)
+
+POOLINGS = ("mean", "cls")  # how a model's token vectors become one ([model] pooling)
+# Position-embedding limit of the BERT / XLM-R family every supported model
+# belongs to; used when neither model.json nor the overrides say, and the
+# most a download writes: bge-m3 accepts 8,192, but attention cost grows with
+# the square of the length and notes are embedded passage by passage.
+DEFAULT_MAX_TOKENS = 512
 
 # Folders that are tool state, not notes: Obsidian settings, VCS, trash.
 DEFAULT_EXCLUDE = (".obsidian/**", ".git/**", ".trash/**", "node_modules/**")
@@ -52,6 +61,27 @@ class ReadWith:
     takes the TOML value or the environment text, and raises ConfigError."""
 
     read: Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Default:
+    """The default of a `[model]` key declared before a required one, where
+    a dataclass default cannot stand (`ModelConfig` is built positionally);
+    a key declared after the last required one takes a plain default."""
+
+    value: object
+
+
+@dataclass(frozen=True, slots=True)
+class Required:
+    """A `[model]` key without a default: model.json or the `[model]` table
+    must give it."""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelOnly:
+    """A `[model]` key that changes no vector (a name, a floor on scores): it
+    stays out of the vectors' fingerprint, so changing it re-embeds nothing."""
 
 
 def valid_space_name(name: str) -> bool:
@@ -160,6 +190,47 @@ class CollectionConfig:
 
 # The fields an `open_url` template may use (index/editor_link.py fills them).
 OPEN_URL_FIELDS = ("vault", "path", "abs_path", "heading", "path_heading", "line")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """How to use one model pack, and the keys of the `[model]` table: each
+    field is a key of the pack's model.json and of the configuration's
+    `[model]` table (which wins, key by key), declared once here: its type,
+    bounds (`Meta`), choices (`Choices`), reader (`ReadWith`), default
+    (`Default`, or the field's own), whether it is `Required`, and whether it
+    is `LabelOnly` (out of the vectors' fingerprint). semantic/model_config.py
+    reads a pack's values through these declarations; docs/models.md lists
+    every key (tests/test_model_settings.py keeps the two in step).
+
+    An unknown `[model]` key stops the service at start, like any unknown
+    key; the values are checked when the model loads, together with
+    model.json's (which may be missing or wrong the same way), so a wrong one
+    makes the semantic channel unavailable with its reason while lexical
+    search goes on. No key has an environment variable (the pack is
+    `model_dir`, the name sent to a server `embed_model`). A key without a
+    default that is not `Required` is filled by its use (`name`)."""
+
+    name: Annotated[str, ReadWith(str), LabelOnly()]
+    """A label for messages and status; default: the pack folder's name (with
+    `embed_url` and no pack, the model name sent to the server)."""
+    dim: Annotated[int, Meta(gt=0), Required()]
+    """Length of one embedding; checked against the model's real output."""
+    max_tokens: Annotated[int, Meta(gt=0), Default(DEFAULT_MAX_TOKENS)]
+    """Longer texts are truncated to this many tokens (special tokens included)."""
+    pooling: Annotated[str, Choices(*POOLINGS), Required()]
+    """"mean" (attention-masked mean of last_hidden_state) or "cls" (first token)."""
+    normalize: Annotated[bool, Default(True)]
+    """L2-normalise each vector, so that a dot product is a cosine."""
+    query_prefix: Annotated[str, Default("")]
+    """Prepended to queries (E5 models need "query: ")."""
+    passage_prefix: Annotated[str, Default("")]
+    """Prepended to passages (E5 models need "passage: ")."""
+    relevance_margin: Annotated[float | None, Meta(ge=0, le=2), LabelOnly()] = None
+    """How much more similar than unrelated text (the reference passages) a
+    fragment must be to a query to count on its own (semantic/calibration.py);
+    unset: the margin measured for the model, else None: every nearest
+    fragment counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,10 +350,11 @@ class Settings:
     embed_url_timeout: Annotated[float, Env("NOTARIUM_EMBED_URL_TIMEOUT"), Meta(gt=0, le=3600)] = 60.0
     """Seconds a request to `embed_url` may take
     before it is tried again."""
-    model: dict[str, object] = field(default_factory=dict)
-    """[model] table: overrides of model.json (dim, pooling, normalize,
-    query_prefix, passage_prefix, max_tokens, name), or all of it when the
-    model folder has none."""
+    model: Mapping[str, object] = field(default_factory=dict)
+    """[model] table: overrides of the pack's model.json, or all of it when
+    the pack has none; its keys are the fields of `ModelConfig` (any other
+    is refused), its values as written until the model loads and checks
+    them with model.json's (semantic/model_config.py)."""
     graph_boost: Annotated[bool, Env("GRAPH_BOOST")] = False
     """Enable the wiki-link graph channel (not yet available)."""
     watch: Annotated[bool, Env("NOTARIUM_WATCH")] = True

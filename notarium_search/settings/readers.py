@@ -1,12 +1,14 @@
 """Reading one setting's value: the readers `ReadWith` names in the
 declarations (tokens, URLs, lists of origins, host names, proxies, field
-names), paths, msgspec conversion with its error turned into a sentence, and
+names), paths, msgspec conversion with its error turned into a sentence,
+the loose reading of a model.json or `[model]` value (`loose`), and
 `ConfigError`, which they all raise. Leaf module: imports nothing from the
 package (declared.py imports its readers)."""
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 import unicodedata
@@ -23,6 +25,10 @@ class ConfigError(ValueError):
 # A host name (labels of letters, digits, hyphens; `*.` first for sub-domains) or an IP address.
 _HOST_NAME = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\Z")
 MIN_TOKEN_CHARS = 16  # a shorter bearer token is guessable
+# A model.json or [model] switch, as text (case and spaces aside); unlike an
+# environment switch, empty is not "off".
+_LOOSE_TRUE = {"1", "true", "yes", "on"}
+_LOOSE_FALSE = {"0", "false", "no", "off"}
 
 
 def read_path(value: Any, base_dir: Path) -> Path:
@@ -45,6 +51,77 @@ def converted(value: Any, kind: Any, strict: bool) -> Any:
     except msgspec.ValidationError as exc:
         reason = str(exc).split(" - at ", 1)[0]  # "Expected `int`, got `float`"
         raise ConfigError(reason[:1].lower() + reason[1:]) from None
+
+
+def loose(value: Any, kind: Any, bounds: msgspec.Meta | None, choices: tuple[str, ...]) -> Any:
+    """A model.json or `[model]` value of `kind` (bool, int, float or str),
+    read as model.json always was: a whole number may be written as text
+    (`"384"`), a switch as `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`, a
+    choice in any case (kept in lower case); a number is never a switch and
+    a switch never a number. Raises ConfigError: "must be a positive
+    integer, got 'wide'"."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _LOOSE_TRUE | _LOOSE_FALSE:
+            return text in _LOOSE_TRUE
+    elif kind is int:
+        if not isinstance(value, bool) and isinstance(value, int | str):
+            try:
+                number = int(value)
+            except ValueError:
+                pass
+            else:
+                if _within(number, bounds):
+                    return number
+    elif kind is float:
+        if not isinstance(value, bool) and isinstance(value, int | float) and _within(value, bounds):
+            return float(value)
+    elif choices:
+        text = str(value).lower()
+        if text in choices:
+            return text
+        raise ConfigError(f"must be one of {', '.join(choices)}, got {value!r}")
+    elif isinstance(value, str):
+        return value
+    raise ConfigError(f"must be {_wanted(kind, bounds)}, got {value!r}")
+
+
+def _within(number: float, bounds: msgspec.Meta | None) -> bool:
+    """Whether `number` is within `bounds` (NaN never is)."""
+    if math.isnan(number):
+        return False
+    if bounds is None:
+        return True
+    return (
+        (bounds.gt is None or number > bounds.gt)
+        and (bounds.ge is None or number >= bounds.ge)
+        and (bounds.lt is None or number < bounds.lt)
+        and (bounds.le is None or number <= bounds.le)
+    )
+
+
+def _wanted(kind: Any, bounds: msgspec.Meta | None) -> str:
+    """What a loose value of `kind` must be: "a boolean", "a positive
+    integer", "a number between 0 and 2"."""
+    if kind is bool:
+        return "a boolean"
+    if kind is str:
+        return "a string"
+    noun = "an integer" if kind is int else "a number"
+    if bounds is None:
+        return noun
+    if (bounds.gt, bounds.ge, bounds.lt, bounds.le) == (0, None, None, None):
+        return f"a positive {noun.split()[-1]}"
+    if bounds.ge is not None and bounds.le is not None and bounds.gt is None and bounds.lt is None:
+        return f"{noun} between {bounds.ge:g} and {bounds.le:g}"
+    limits = [
+        f"{sign} {limit:g}"
+        for sign, limit in ((">", bounds.gt), (">=", bounds.ge), ("<", bounds.lt), ("<=", bounds.le))
+        if limit is not None
+    ]
+    return f"{noun} {' and '.join(limits)}"
 
 
 def token(value: Any) -> str | None:
