@@ -103,8 +103,19 @@ def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[ErrorB
     if status >= 500:
         log.error("http_error", status=status, detail=exc.detail)
         return _body(status, "internal_error", "internal error; see the server log")
-    # Kept: WWW-Authenticate on a 401, Retry-After and RateLimit-* on a 429.
-    return _body(status, _CODES.get(status, "error"), exc.detail, dict(exc.headers or {}))
+    # Kept: WWW-Authenticate on a 401, Retry-After and RateLimit-* on a 429, Allow on a 405.
+    headers = dict(exc.headers or {})
+    if "allow" in headers:
+        headers["allow"] = _allowed(headers["allow"])
+    return _body(status, _CODES.get(status, "error"), exc.detail, headers)
+
+
+def _allowed(methods: str) -> str:
+    """A 405's Allow: the route's methods, then OPTIONS (answered on every
+    route), whatever order Litestar's routing holds them in (a controller's
+    routes keep them in a set: api/app.py)."""
+    listed = [method.strip() for method in methods.split(",")]
+    return ", ".join(sorted(listed, key=lambda method: method == "OPTIONS"))
 
 
 def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:

@@ -14,6 +14,7 @@ import structlog
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
+from tests.api.test_app import service_of
 from tests.conftest import Vault
 
 
@@ -73,7 +74,7 @@ def test_refused_requests_are_logged_too(client, logged):
 
 
 def test_the_request_id_is_bound_to_every_line_of_the_request(client, logged, monkeypatch):
-    service = client.app.state.service
+    service = service_of(client)
     search = service.search
 
     def logging_search(*args: Any, **kwargs: Any) -> Any:  # runs in Litestar's handler thread

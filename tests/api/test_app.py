@@ -43,6 +43,12 @@ def client(vault: Vault) -> Iterator[TestClient[Any]]:
         yield test_client
 
 
+def service_of(client: TestClient[Any]) -> Service:
+    """The service the app gives its handlers (its `service` dependency: api/app.py)."""
+    service: Service = client.app.dependencies["service"].dependency()
+    return service
+
+
 def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     body: dict[str, Any] = response.json()
@@ -60,7 +66,7 @@ def test_spaces_and_status(client):
     assert client.get("/spaces").json() == [
         {
             "name": "notes",
-            "path": client.app.state.service.spaces["notes"].config.path.as_posix(),
+            "path": service_of(client).spaces["notes"].config.path.as_posix(),
             "language": "fr",
             "notes": 4,
             "state": "ready",
@@ -201,7 +207,7 @@ def test_internal_errors_do_not_leak(client, monkeypatch):
     def boom(*_: object, **__: object) -> None:
         raise RuntimeError("secret path /etc/shadow")
 
-    monkeypatch.setattr(client.app.state.service, "search", boom)
+    monkeypatch.setattr(service_of(client), "search", boom)
     body = assert_error(client.get("/spaces/notes/search", params={"q": "x"}), 500, "internal_error")
     assert "secret" not in body["detail"]
 
@@ -242,7 +248,7 @@ def test_related_notes_answer_at_both_addresses(client):
 
 
 def test_a_503_says_when_to_retry(client, monkeypatch):
-    space = client.app.state.service.spaces["notes"]
+    space = service_of(client).spaces["notes"]
     monkeypatch.setattr(space.integrity, "damage", lambda: "x.store: checksum mismatch")
 
     def damaged(*args: object, **kwargs: object) -> None:

@@ -19,6 +19,7 @@ from notarium_search.api.asgi import Receive, Scope, Send
 from notarium_search.api.exposure import Exposure, host_name, origin_of
 from notarium_search.logsetup import Throttle
 from notarium_search.settings import ConfigError, load_settings
+from tests.api.test_app import service_of
 from tests.conftest import Vault
 
 OWN = "http://127.0.0.1:8377"
@@ -198,7 +199,7 @@ FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 def test_a_cross_site_form_cannot_trigger_a_rebuild(client: TestClient[Any], vault: Vault):
     """A plain form on another site POSTed to reindex?full=1 and got 202."""
-    space = client.app.state.service.spaces["notes"]
+    space = service_of(client).spaces["notes"]
     for headers in (
         {"Origin": "http://evil.example"},
         {"Origin": "null"},  # a sandboxed frame, a file:// page
