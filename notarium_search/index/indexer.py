@@ -23,8 +23,9 @@ from notarium_search.index.survey import Pending, survey, to_read
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.logsetup import get_logger
+from notarium_search.notes import formats
 from notarium_search.notes.collection import CollectionRules
-from notarium_search.notes.parse import NotANote, decode_note, parse_note
+from notarium_search.notes.parse import NotANote
 from notarium_search.notes.scan import (
     OutsideSpace,
     check_root,
@@ -35,7 +36,6 @@ from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault, stop_if_short
 from notarium_search.types import IndexProgress, IndexState, ParsedNote, SourceFile
 
-PARSER_VERSION = 11  # bump when parse/markdown output changes: forces a rebuild (11: numbered headings are sections)
 # Errors that stop a pass at once, leaving what is committed as it is: the
 # index, the writer or the machine failing, not one note.
 PASS_STOPPERS = (IndexLocked, StorageFault, IndexFolderMissing)
@@ -49,9 +49,11 @@ log = get_logger(__name__)
 
 
 def index_fingerprint(config: SpaceConfig, settings: Settings) -> str:
-    """Everything that changes what a file becomes in the index."""
+    """Everything that changes what a file becomes in the index. Each note
+    format's version is in it (notes/formats.py): Markdown's is "parser11"."""
     return (
-        f"{lexical_fingerprint(config.language)}-parser{PARSER_VERSION}-max{settings.max_file_bytes}-{settings.oversize}"
+        f"{lexical_fingerprint(config.language)}-{formats.fingerprint(config.include)}"
+        f"-max{settings.max_file_bytes}-{settings.oversize}"
         f"-collections-{CollectionRules(config.collections).fingerprint}"
     )
 
@@ -271,6 +273,10 @@ class SpaceIndexer:
         return 1
 
     def _read(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> _Read | None:
+        fmt = formats.for_path(source.path)
+        if fmt is None:  # only an `include` naming other files gets here; never read as another format
+            why = formats.unread_reason(source.path)
+            return self._skip_read(Entry(source.mtime_ns, source.size, "", None), progress, source.path, why)
         set_aside = self._reading_marks().quarantined(source)
         if set_aside is not None:
             return self._skip_read(Entry(source.mtime_ns, source.size, "", None), progress, source.path, set_aside)
@@ -295,12 +301,11 @@ class SpaceIndexer:
             )
         started = self.clock()
         try:
-            text = decode_note(raw, truncated=too_big)
+            note = fmt.read(raw, source.path, _file_time(source), truncated=too_big)
         except NotANote as exc:
             return self._skip_read(entry, progress, source.path, str(exc))
         if too_big:
             log.warning("note_truncated", space=self.config.name, path=source.path, size=source.size, kept=limit)
-        note = parse_note(text, source.path, _file_time(source))
         took, budget = self.clock() - started, read_budget(source.size)
         if took > budget:  # every edit and rebuild would pay it again
             why = f"took {took:.1f} s to read (the budget is {budget:.1f} s): skipped until the file changes"

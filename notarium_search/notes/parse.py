@@ -28,6 +28,10 @@ from yaml.constructor import SafeConstructor
 from notarium_search.notes import location, markdown
 from notarium_search.types import ParsedNote
 
+# The Markdown format's version: bump it when what parse_note (or markdown,
+# location) makes of some file changes, and every space is rebuilt (its part
+# of the index fingerprint, notes/formats.py). 11: numbered headings are sections.
+PARSER_VERSION = 11
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in the first 8 KiB means "not a text note"
 MAX_ID_LENGTH = 512
 _DATE_FORMATS = (
@@ -163,6 +167,21 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
         frontmatter=clean_frontmatter(meta),
         lines=lines,
     )
+
+
+class MarkdownFormat:
+    """The built-in note format (notes/formats.py's `NoteFormat`): UTF-8
+    Markdown with YAML frontmatter, as Obsidian writes it."""
+
+    name = "markdown"
+    suffixes = (".md",)
+    version = PARSER_VERSION
+
+    def read(self, raw: bytes, path: str, mtime: datetime, *, truncated: bool = False) -> ParsedNote:
+        return parse_note(decode_note(raw, truncated=truncated), path, mtime)
+
+
+MARKDOWN = MarkdownFormat()
 
 
 def body_of(text: str) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from notarium_search.logsetup import get_logger
+from notarium_search.notes.formats import include_patterns
 from notarium_search.storage.faults import describe, stop_if_short
 from notarium_search.types import SourceFile
 
@@ -106,7 +107,8 @@ def matches_any(rel_path: str, patterns: Iterable[str]) -> bool:
 
 
 def scan_space(root: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -> Scan:
-    """Every note file of the space, sorted by path. Hidden files and folders,
+    """Every note file of the space, sorted by path: those `include` matches
+    (`()`: every file of a registered note format). Hidden files and folders,
     excluded folders, folders deeper than MAX_FOLDER_DEPTH and symlinks that
     lead outside the space are skipped; a folder that cannot be listed is
     logged and named in `unreadable`. Raises SpaceUnavailable when the space's
@@ -114,7 +116,7 @@ def scan_space(root: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -
     when the machine is short of descriptors or memory."""
     check_root(root)
     root_real = Path(os.path.realpath(root))
-    walk = _Walk(root, root_real, include, exclude)
+    walk = _Walk(root, root_real, include_patterns(include), exclude)
     pending = [("", 0)]  # (relative folder ending in "/" or "", depth): a stack, not recursion
     while pending:
         rel_dir, depth = pending.pop()
@@ -267,6 +269,7 @@ def stat_paths(
     skipped exactly as `scan_space` would, and the paths that no longer
     exist. None when one of them is a folder, or lies below a symlinked one:
     only a full scan follows a folder's move, creation or deletion."""
+    include = include_patterns(include)
     root_real = os.path.realpath(root)
     found: list[SourceFile] = []
     missing: list[str] = []

@@ -14,7 +14,6 @@ from typing import Any
 from notarium_search.settings.declared import (
     CHUNKING_MODES,
     DEFAULT_EXCLUDE,
-    DEFAULT_INCLUDE,
     LANGUAGES,
     OPEN_URL_FIELDS,
     SPACE_NAME_PATTERN,
@@ -25,6 +24,12 @@ from notarium_search.settings.declared import (
     valid_space_name,
 )
 from notarium_search.settings.readers import ConfigError, empty_path, read_path, text_list
+
+# `include` not set: every file a registered note format reads. This layer
+# cannot know the formats (they are notes/'s, above it): notes/scan resolves
+# `()` (notes/formats.py, default_include: `**/*.md` with the built-in formats,
+# settings.DEFAULT_INCLUDE). An empty list written in the file is refused.
+REGISTERED_FORMATS: tuple[str, ...] = ()
 
 
 def _patterns(key: str, value: Any, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -44,7 +49,7 @@ def _patterns(key: str, value: Any, default: tuple[str, ...]) -> tuple[str, ...]
 def read_spaces(
     settings: Settings, raw: Mapping[str, Any], base_dir: Path
 ) -> tuple[tuple[SpaceConfig, ...], tuple[IgnoredFolder, ...]]:
-    include = _patterns("include", raw.get("include"), DEFAULT_INCLUDE)
+    include = _patterns("include", raw.get("include"), REGISTERED_FORMATS)
     exclude = _patterns("exclude", raw.get("exclude"), DEFAULT_EXCLUDE)
     found: dict[str, SpaceConfig] = {}
     misnamed: list[Path] = []

@@ -380,7 +380,7 @@ def test_interrupted_build_resumes(vault: Vault):
 
 
 def test_unexpected_error_on_one_file_does_not_stop_the_scan(vault: Vault, monkeypatch: pytest.MonkeyPatch):
-    import notarium_search.index.indexer as indexer
+    from notarium_search.notes import parse
     from notarium_search.notes.parse import parse_note as real_parse
 
     def flaky_parse(text, rel_path, mtime):
@@ -388,13 +388,13 @@ def test_unexpected_error_on_one_file_does_not_stop_the_scan(vault: Vault, monke
             raise RecursionError("pathological note")
         return real_parse(text, rel_path, mtime)
 
-    monkeypatch.setattr(indexer, "parse_note", flaky_parse)
+    monkeypatch.setattr(parse, "parse_note", flaky_parse)
     vault.write("bad.md", note("bad", "texte piégé"))
     vault.write("good.md", note("good", "texte sain"))
     service = vault.service()
     assert ids(service.search("notes", "texte", NO_FILTER, 10)) == ["good"]
     assert service.status()[0].lexical.state == IndexState.READY
-    monkeypatch.setattr(indexer, "parse_note", real_parse)
+    monkeypatch.setattr(parse, "parse_note", real_parse)
     service.spaces["notes"].run_reconcile()  # the failed file is retried
     assert sorted(ids(service.search("notes", "texte", NO_FILTER, 10))) == ["bad", "good"]
     service.stop()
