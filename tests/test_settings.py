@@ -20,6 +20,7 @@ from notarium_search.settings import (
     env_names,
     load_settings,
     log_ignored_folders,
+    model_keys,
     valid_space_name,
 )
 
@@ -210,6 +211,23 @@ def test_configuration_doc_lists_every_field():
                 assert f"`{field.name}`" in doc, field.name
     for key in ("include", "exclude", "language", "path"):
         assert f"`{key}`" in doc, key
+
+
+def test_configuration_doc_lists_the_model_keys(tmp_path: Path):
+    """The [model] section names every declared key (docs/models.md describes
+    each: tests/test_model_settings.py), the labels among them, and its example loads."""
+    section = doc_section("## Model (`[model]`)")
+    listed = re.search(r"Its keys are `model.json`'s — (.*?) —", section)
+    assert listed, "the [model] section lists its keys"
+    assert re.findall(r"`([a-z_]+)`", listed[1]) == list(model_keys())
+    labels = re.search(r"any of these values but (.*?) \(labels\)", section)
+    assert labels, "the [model] section says which keys change no vector"
+    assert re.findall(r"`([a-z_]+)`", labels[1]) == [name for name, key in model_keys().items() if key.label_only]
+    example = re.search(r"```toml\n(\[model\]\n.*?)```", section, re.S)
+    assert example, "the [model] section shows an example"
+    config = tmp_path / "c.toml"
+    config.write_text(example[1])
+    assert set(load_settings(config, env={}).model) <= set(model_keys())
 
 
 SECTIONS = {RankingConfig: ("## Ranking (`[ranking]`)", "ranking"), FusionConfig: ("## Fusion (`[fusion]`)", "fusion")}
