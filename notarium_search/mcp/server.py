@@ -4,17 +4,22 @@ coding agents) and over Streamable HTTP at /mcp on the running service
 (routed by api/app.py, behind the API's bearer token). docs/mcp.md. The stdio
 transport's input, which answers malformed lines, is mcp/stdio.py.
 
-Annotations here are evaluated at definition time (no `from __future__ import
-annotations`): the SDK reads the tools' signatures to build their JSON
-schemas, and the `space` description is built at run time from the spaces.
+The tools are declared in mcp/tools.py, each once: the SDK builds a tool's
+JSON schemas from its method's signature, as `register` hands it over —
+`space` given the configured spaces, the answer a `CallToolResult` checked
+against the tool's output class.
 """
 
+from __future__ import annotations
+
+import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, get_args, get_origin
 
 import anyio
+import msgspec
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
@@ -27,23 +32,10 @@ from pydantic.fields import FieldInfo
 from notarium_search import __version__
 from notarium_search.errors import NotariumError
 from notarium_search.logsetup import get_logger
-from notarium_search.mcp.outputs import (
-    ActivationsOutput,
-    FrontmatterOutput,
-    NoteOutput,
-    RelatedOutput,
-    SearchNotesOutput,
-    schema_model,
-)
+from notarium_search.mcp.outputs import schema_model
 from notarium_search.mcp.stdio import AnsweringReader, CheckedStdin, protocol_stdin
-from notarium_search.mcp.tools import (
-    NOTE_TEXT_CHARS,
-    NotesTools,
-    ToolFailure,
-    ToolOutput,
-)
-from notarium_search.params import MAX_DAYS, MAX_QUERY_CHARS
-from notarium_search.service import MAX_LIMIT, Service
+from notarium_search.mcp.tools import SPACE, NotesTools, ToolFailure, ToolOutput, ToolSpec, declared_tools
+from notarium_search.service import Service
 from notarium_search.settings import Settings
 
 SERVER_NAME = "notarium-search"
@@ -54,38 +46,6 @@ SHOWN_INPUT_CHARS = 80  # of a rejected argument value, in the error message
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 log = get_logger(__name__)
-
-SEARCH_NOTES = """Search the notes by words and, when the semantic channel is on, by meaning (the two rankings fused).
-Returns the best notes first: id, title, path, score, 1-3 snippets with the matched words in **bold**, and which
-channels found each note (lexical = the words, semantic = the meaning, graph = wiki-links) with its rank in each.
-Query syntax: plain words (notes matching more of them rank higher; a missing word never empties the answer),
-"quoted phrases" (required, exact order), -word to exclude. French and English, accents optional.
-Filters may be typed in the query: tag:x, -tag:x, folder:x (or path:x), after:2024-05, before:2024-06-01
-(updated dates), tag:"two words"; filters alone list the notes they allow, newest first.
-Says when the answer is lexical-only and why (semantic search off, index still building, model loading), and
-when the space is still being indexed (then only the notes indexed so far were searched: search again later).
-Open a result with get_note; find what resonates with it with get_related."""
-
-GET_RELATED = """Notes related to one note: its semantic neighbours (notes whose passages are closest in meaning,
-each with the pair of fragments that resonated: theirs and this note's) and its link neighbours (the notes it
-links to, the notes linking to it, and links to notes that do not exist). Use it to surface older notes that
-echo a note, or to walk the note graph. The semantic neighbours need the semantic channel (VECTOR_SEARCH): when
-it is off or still building, the answer says why and still gives the link neighbours."""
-
-QUERY_FRONTMATTER = """List notes by metadata, without a text query: tags, a frontmatter field (and its value),
-update date, collection, and whether the note records a use ("activation": a frontmatter field such as used_in
-listing where the note was published). Most recently updated first, with each note's frontmatter and uses.
-Example: notes tagged dora never used anywhere: tags=["dora"], activated=false.
-Pages: when more notes match, the answer gives a cursor to pass on the next call."""
-
-LIST_RECENT_ACTIVATIONS = """Notes used (published, quoted, presented) in the last `days` days, most recent use first,
-each with where and when it was used. Reads the notes' activation fields (frontmatter such as used_in:
-["2024-05-02 Newsletter 12", {where: Blog, date: 2024-06-01}]); an undated use counts as of the note's last update.
-Use it to avoid recycling the same notes and claims, or to recall what was published lately."""
-
-GET_NOTE = f"""Read one note: its metadata (title, path, tags, dates, aliases, collections, uses), its links,
-backlinks and dangling links, and its full Markdown text (frontmatter included). At most {NOTE_TEXT_CHARS:,}
-characters of text are returned per call: a longer note says where it was cut and which offset to pass to read on."""
 
 
 class NotesServer(MCPServer[Any]):
@@ -119,126 +79,62 @@ class NotesServer(MCPServer[Any]):
 
 
 def build_server(
-    service: Service, lifespan: Callable[[MCPServer[Any]], AbstractAsyncContextManager[None]] | None = None
+    service: Service,
+    lifespan: Callable[[MCPServer[Any]], AbstractAsyncContextManager[None]] | None = None,
+    tools: NotesTools | None = None,
 ) -> NotesServer:
-    """The five tools over `service`; `lifespan` wraps the server's run (stdio)."""
-    tools = NotesTools(service)
+    """Every tool `tools` declares (mcp/tools.py; NotesTools over `service` by
+    default) over `service`; `lifespan` wraps the server's run (stdio)."""
+    tools = tools or NotesTools(service)
     server = NotesServer(SERVER_NAME, version=__version__, instructions=_instructions(service), lifespan=lifespan)
     space_field = _space_field(tools.space_names)
-    for add in (_add_search, _add_related, _add_frontmatter, _add_activations, _add_get_note):
-        add(server, tools, space_field)
+    for name, spec in declared_tools(tools).items():
+        register(server, name, spec, getattr(tools, name), space_field)
     return server
 
 
-Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many notes to return (1-{MAX_LIMIT})")]
-NoteId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=1000,
-        description=(
-            "The note's id, as search_notes and the other tools return it (frontmatter id, else its path);"
-            " its path, file name, title or alias also open it, as a [[wiki-link]] would"
-        ),
-    ),
-]
-NESTED_TAGS = "without #; nested tags included: 'projet' matches 'projet/dora'"
+def register(
+    server: MCPServer[Any], name: str, spec: ToolSpec, method: Callable[..., ToolOutput[Any]], space_field: FieldInfo
+) -> None:
+    """The tool `method` declares, as the SDK reads a tool: a function whose
+    signature is the method's (its arguments, `space` given `space_field`),
+    answering a CallToolResult published and checked as the method's
+    `ToolOutput[X]` says (X: mcp/outputs.py)."""
+    declared = inspect.signature(method, eval_str=True)  # bound: without self
+    output = get_args(declared.return_annotation)[0]
+    arguments = [
+        argument.replace(annotation=_with_space(argument.annotation, space_field))
+        for argument in declared.parameters.values()
+    ]
+
+    def call(**given: Any) -> CallToolResult:
+        return _answer(lambda: method(**given))
+
+    answer = Annotated[CallToolResult, schema_model(output)]
+    call.__name__ = call.__qualname__ = name  # the SDK names the arguments' schema after it
+    call.__signature__ = declared.replace(parameters=arguments, return_annotation=answer)  # type: ignore[attr-defined]
+    call.__annotations__ = {argument.name: argument.annotation for argument in arguments} | {"return": answer}
+    server.add_tool(call, name=name, title=spec.title, description=spec.description, annotations=READ_ONLY)
 
 
-def _add_search(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(title="Search the notes", description=SEARCH_NOTES, annotations=READ_ONLY)
-    def search_notes(
-        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for")],
-        space: Annotated[str | None, space_field] = None,
-        collections: Annotated[list[str] | None, Field(description="Only notes of any of these collections")] = None,
-        folder: Annotated[str | None, Field(description="Only notes in this folder or its sub-folders")] = None,
-        tags: Annotated[
-            list[str] | None, Field(description=f"Only notes with every one of these tags ({NESTED_TAGS})")
-        ] = None,
-        limit: Limit = 10,
-        sort: Annotated[
-            Literal["relevance", "updated", "created"],
-            Field(description="relevance (default), or the same notes newest first by updated or created date"),
-        ] = "relevance",
-    ) -> Annotated[CallToolResult, schema_model(SearchNotesOutput)]:
-        return _answer(lambda: tools.search_notes(query, space, collections, folder, tags, limit, sort))
+def _with_space(annotation: Any, space_field: FieldInfo) -> Any:
+    """`annotation`, its SPACE marker (mcp/tools.py) replaced by `space_field`."""
+    if get_origin(annotation) is not Annotated or SPACE not in annotation.__metadata__:
+        return annotation
+    kind, *metadata = get_args(annotation)
+    return Annotated[(kind, *(space_field if item is SPACE else item for item in metadata))]
 
 
-def _add_related(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(title="Related notes", description=GET_RELATED, annotations=READ_ONLY)
-    def get_related(
-        note: NoteId,
-        space: Annotated[str | None, space_field] = None,
-        limit: Limit = 10,
-        min_days_apart: Annotated[
-            float | None,
-            Field(ge=0, le=MAX_DAYS, description="Only neighbours updated at least this many days before or after it"),
-        ] = None,
-    ) -> Annotated[CallToolResult, schema_model(RelatedOutput)]:
-        return _answer(lambda: tools.get_related(note, space, limit, min_days_apart))
-
-
-def _add_frontmatter(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(title="List notes by metadata", description=QUERY_FRONTMATTER, annotations=READ_ONLY)
-    def query_frontmatter(
-        space: Annotated[str | None, space_field] = None,
-        collection: Annotated[str | None, Field(description="Only notes of this collection")] = None,
-        tags: Annotated[list[str] | None, Field(description=f"Tags ({NESTED_TAGS}); see tags_mode")] = None,
-        tags_mode: Annotated[
-            Literal["any", "all"], Field(description="all: every tag must match; any: at least one")
-        ] = "all",
-        activated: Annotated[
-            bool | None, Field(description="true: notes recording a use; false: notes never used")
-        ] = None,
-        updated_since: Annotated[
-            str | None, Field(max_length=64, description="ISO date or datetime, e.g. 2024-05-01")
-        ] = None,
-        field: Annotated[
-            str | None, Field(description="A frontmatter field the note must have; nested fields dotted: source.url")
-        ] = None,
-        value: Annotated[
-            str | None, Field(description="With field: its value (or one item of a list), ignoring case")
-        ] = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"Notes per page (1-{MAX_LIMIT})")] = 20,
-        cursor: Annotated[str | None, Field(description="The cursor a previous answer gave, for the next page")] = None,
-    ) -> Annotated[CallToolResult, schema_model(FrontmatterOutput)]:
-        return _answer(
-            lambda: tools.query_frontmatter(
-                space, collection, tags, tags_mode, activated, updated_since, field, value, limit, cursor
-            )
-        )
-
-
-def _add_activations(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(title="Recently used notes", description=LIST_RECENT_ACTIVATIONS, annotations=READ_ONLY)
-    def list_recent_activations(
-        space: Annotated[str | None, space_field] = None,
-        days: Annotated[int, Field(ge=1, le=MAX_DAYS, description="The window, in days up to today")] = 30,
-        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many notes (1-{MAX_LIMIT})")] = 50,
-    ) -> Annotated[CallToolResult, schema_model(ActivationsOutput)]:
-        return _answer(lambda: tools.list_recent_activations(space, days, limit))
-
-
-def _add_get_note(server: NotesServer, tools: NotesTools, space_field: FieldInfo) -> None:
-    @server.tool(title="Read a note", description=GET_NOTE, annotations=READ_ONLY)
-    def get_note(
-        note: NoteId,
-        space: Annotated[str | None, space_field] = None,
-        offset: Annotated[
-            int, Field(ge=0, description="Character of the text to start from, to read on where a call was cut")
-        ] = 0,
-    ) -> Annotated[CallToolResult, schema_model(NoteOutput)]:
-        return _answer(lambda: tools.get_note(note, space, offset))
-
-
-def _answer(work: Callable[[], ToolOutput]) -> CallToolResult:
-    """A tool's output as text plus structured content; the caller's mistakes
-    and the service's refusals (unknown note, index repairing…) as tool errors."""
+def _answer(work: Callable[[], ToolOutput[Any]]) -> CallToolResult:
+    """A tool's output as text plus structured content (API bodies, datetimes
+    as JSON values); the caller's mistakes and the service's refusals (unknown
+    note, index repairing…) as tool errors."""
     try:
         output = work()
     except (ToolFailure, NotariumError) as exc:
         raise ToolError(str(exc)) from exc
-    return CallToolResult(content=[TextContent(type="text", text=output.text)], structured_content=output.data)
+    data = msgspec.to_builtins(output.data)
+    return CallToolResult(content=[TextContent(type="text", text=output.text)], structured_content=data)
 
 
 def _brief(error: ValidationError) -> str:
