@@ -266,11 +266,6 @@ def test_a_new_key_is_one_declaration(tmp_path: Path, monkeypatch: pytest.Monkey
         check_models_doc()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="semantic/embedding.py (_LABEL_FIELDS) and semantic/remote.py still list the label-only keys"
-    " themselves: they should take model_config.vector_settings(config)",
-)
 def test_a_new_label_only_key_is_one_declaration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(notarium_search.settings, "ModelConfig", WithComment)
     pack = fake_pack(tmp_path / "pack")

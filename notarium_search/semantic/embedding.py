@@ -20,7 +20,6 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
     Ids = npt.NDArray[np.int64]
 
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable
-from notarium_search.semantic.model_config import ModelConfig, read_model_config
+from notarium_search.semantic.model_config import ModelConfig, read_model_config, vector_settings
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -67,9 +66,6 @@ FINGERPRINT_BYTES = 16
 # Bumped when pooling or pre-processing code changes what a model produces,
 # so that indexes built by an older version are rebuilt.
 FINGERPRINT_VERSION = b"notarium-embedding-1"
-# The configuration fields that do not change a vector: left out of the
-# fingerprint so that renaming a pack does not force re-embedding every note.
-_LABEL_FIELDS = ("name", "relevance_margin")
 HASH_CHUNK_BYTES = 1 << 20
 # Two texts of different lengths: the load-time check runs a padded batch, so
 # an export with a fixed batch size or sequence length fails at load, not
@@ -215,8 +211,7 @@ def _fingerprint(model_path: Path, tokenizer_path: Path, config: ModelConfig) ->
         with path.open("rb") as stream:
             while chunk := stream.read(HASH_CHUNK_BYTES):
                 digest.update(chunk)
-    settings = {k: v for k, v in asdict(config).items() if k not in _LABEL_FIELDS}
-    digest.update(json.dumps(settings, sort_keys=True).encode())
+    digest.update(json.dumps(vector_settings(config), sort_keys=True).encode())
     return digest.hexdigest()
 
 

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -45,7 +45,7 @@ from notarium_search.semantic.embedding import (
     WARMUP_TEXTS,
     l2_normalise,
 )
-from notarium_search.semantic.model_config import ModelConfig, config_from
+from notarium_search.semantic.model_config import ModelConfig, config_from, vector_settings
 
 if TYPE_CHECKING:
     from notarium_search.semantic.embedding import Vectors
@@ -165,8 +165,7 @@ class RemoteEmbedder:
         """The served model's identity (the name asked for and the name the
         server answers with), dim, prefixes, normalize and max_tokens; not the
         URL: moving the server to another host keeps the vectors."""
-        settings = {k: v for k, v in asdict(self.config).items() if k not in ("name", "relevance_margin")}
-        identity = {"requested": self.model, "served": self.served_model, **settings}
+        identity = {"requested": self.model, "served": self.served_model, **vector_settings(self.config)}
         digest = hashlib.blake2b(FINGERPRINT_VERSION + REMOTE_FINGERPRINT_VERSION, digest_size=FINGERPRINT_BYTES)
         digest.update(json.dumps(identity, sort_keys=True).encode())
         return digest.hexdigest()
