@@ -1,4 +1,4 @@
-"""Embedding a space's fragments for a benchmark: `Space.build`, as the CLI's
+"""Embedding a space's fragments for a benchmark: `SpaceWriter.build`, as the CLI's
 `index` runs it, with the figures a benchmark reports (plan and embedding
 time, throughput, checkpoints, the share of the time spent in the embedder)
 and a progress line on stderr now and then.
@@ -97,7 +97,7 @@ def embed_space(space: Space, embedder: Embedder) -> dict[str, Any]:
             rate = step.done / (now - clock.planned)
             print(f"  embedded {step.done:,}/{clock.fragments:,} fragments ({rate:.1f}/s)", file=sys.stderr, flush=True)
 
-    space.build(on_progress, timed)
+    space.writing.build(on_progress, timed)
     ended = time.perf_counter()
     index = space.semantic.index
     assert index is not None

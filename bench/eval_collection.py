@@ -212,12 +212,12 @@ def build(
     )
     service = Service(settings)
     started = time.perf_counter()
-    service.spaces[SPACE].run_reconcile()
+    service.spaces[SPACE].writing.run_reconcile()
     return service, time.perf_counter() - started
 
 
 def build_vectors(service: Service, embedder: Embedder, space: str = SPACE) -> dict[str, Any]:
-    """Embed every fragment of the space on this thread (`Space.build`, as
+    """Embed every fragment of the space on this thread (`SpaceWriter.build`, as
     tests/conftest.py `build_semantic` does), then hand the embedder to the service."""
     load = load_average()
     figures = embed_space(service.spaces[space], embedder)

@@ -116,13 +116,13 @@ def run(collection: Path, work: Path, queries_limit: int | None, alternatives: b
     results: dict[str, Any] = {"collection": collection.name, "queries": len(queries), "hub_degree": ranking.HUB_DEGREE}
     service = Service(settings)
     try:
-        service.spaces[SPACE].build()
+        service.spaces[SPACE].writing.build()
         results["lexical"] = measure(service, queries, qrels, hubs)
     finally:
         service.stop()
     graph = Service(replace(settings, graph_boost=True))
     try:
-        graph.spaces[SPACE].build()
+        graph.spaces[SPACE].writing.build()
         results["graph_hubs_weighed_down"] = measure(graph, queries, qrels, hubs)
         if not alternatives:
             return results

@@ -17,6 +17,7 @@ import tracemalloc
 from pathlib import Path
 
 from notarium_search.graph.links import LinkGraph, NoteLinks
+from notarium_search.index.opening import Role, open_space
 from notarium_search.index.space import Space
 from notarium_search.lexical import search as lexical
 from notarium_search.settings import load_settings
@@ -29,7 +30,7 @@ def main() -> None:
     args = parser.parse_args()
     env = {"NOTARIUM_SPACES_ROOT": str(args.root), "NOTARIUM_INDEX_DIR": str(args.index), "NOTARIUM_WATCH": "0"}
     settings = load_settings(env=env)
-    space = Space(settings.spaces[0], settings, read_only=True)
+    space = open_space(settings.spaces[0], settings, Role.READER)
     # Traced from before the notes are read, as the channel builds it: each
     # stored note is decoded, handed to the graph and dropped, so the strings
     # the graph keeps are counted as its own.

@@ -307,7 +307,7 @@ def open_service(collection: Collection, index_dir: Path, vector_search: bool, g
         query_embed_timeout_ms=QUERY_EMBED_TIMEOUT_MS,
     )
     service = Service(settings)
-    service.spaces[SPACE].run_reconcile()
+    service.spaces[SPACE].writing.run_reconcile()
     return service
 
 

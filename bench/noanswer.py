@@ -103,7 +103,7 @@ def prepare(collection: Path, work: Path, language: str, model: Path) -> tuple[S
 def open_service(settings: Settings, embedder: Embedder, vector_search: bool, graph_boost: bool) -> Service:
     """A service over the prepared index with these switches (vectors reused, never re-embedded)."""
     service = Service(replace(settings, vector_search=vector_search, graph_boost=graph_boost))
-    service.spaces[SPACE].run_reconcile()
+    service.spaces[SPACE].writing.run_reconcile()
     if vector_search:
         build_vectors(service, embedder)
     return service

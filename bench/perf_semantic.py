@@ -129,7 +129,7 @@ def build(settings: Settings, notes: int, reuse: bool) -> Built:
     try:
         load = load_average()
         started = time.perf_counter()
-        progress = space.run_reconcile()
+        progress = space.writing.run_reconcile()
         results["lexical_index"] = {
             "seconds": round(time.perf_counter() - started, 3),
             "indexed": progress.indexed,
@@ -171,7 +171,7 @@ def build(settings: Settings, notes: int, reuse: bool) -> Built:
 
 
 def embed_all(space: Space, embedder: Embedder, reuse: bool) -> dict[str, Any]:
-    """Every fragment embedded on this thread (`Space.build`), with the build's figures."""
+    """Every fragment embedded on this thread (`SpaceWriter.build`), with the build's figures."""
     if space.semantic is None:
         raise BenchError("the space has no semantic channel: vector_search is off")
     load = load_average()

@@ -175,7 +175,7 @@ def _semantic_phase(
     service = Service(vector_settings)
     space = service.spaces[SPACE]
     try:
-        space.run_reconcile()
+        space.writing.run_reconcile()
         embedding = embed_all(space, embedder, reuse=False)
         service.embedder = embedder
         space.lexical.reload()
@@ -190,7 +190,7 @@ def _semantic_phase(
     graph_service = Service(dataclasses.replace(vector_settings, graph_boost=True))
     try:
         graph_space = graph_service.spaces[SPACE]
-        graph_space.build(embedder=embedder)  # the vectors are stored: opened, nothing to embed
+        graph_space.writing.build(embedder=embedder)  # the vectors are stored: opened, nothing to embed
         graph_service.embedder = embedder
         graph_space.graph.ensure_built()
         hybrid_graph = _measure_queries(graph_service, queries, plan)

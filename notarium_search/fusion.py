@@ -127,7 +127,8 @@ def ranking(results: Sequence[ChannelResult], config: FusionConfig) -> list[Fuse
         rankings[PHRASE] = exact  # no scores: every exact match is as exact as the others
     weights = config.weights()
     for result in answering:
-        weights[result.channel] *= result.weight  # a channel weak on this query counts less
+        # A channel weak on this query counts less; one `[fusion]` does not name (a plug-in) weighs 1.
+        weights[result.channel] = weights.get(result.channel, 1.0) * result.weight
     fused = rrf(rankings, config.k, weights, scores, config.score_floor)
     return named_first([entry for entry in fused if entry.note_id in standing], answering)
 

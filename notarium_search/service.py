@@ -18,13 +18,14 @@ from notarium_search.answer import answer_snippets, fused_notes, open_url
 from notarium_search.errors import (
     ChannelDisabled,
     ChannelUnavailable,
+    EmbedderUnreachable,
     InvalidParameter,
     NoteNotFound,
     SpaceUnavailable,
     UnknownSpace,
 )
 from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, hits, kept
-from notarium_search.index.follower import PeerLoop
+from notarium_search.index.peers import PeerLoop
 from notarium_search.index.registry import Spaces
 from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
@@ -96,7 +97,7 @@ class Service:
         self.registry = Spaces(settings, read_only=read_only, shared=shared)
         self.peers = PeerLoop((), ())
         for space in self.spaces.values():
-            self.peers.add(*_peer_steps(space))
+            self.peers.add(*space.role.peer_steps())
         self.embedder: Embedder | None = None
         self._query_embedding = QueryEmbedding(settings.query_embed_timeout_ms)
         self.memory = MemoryTrimmer()
@@ -122,7 +123,7 @@ class Service:
 
     def _opened_later(self, space: Space) -> None:
         """A space that could not open at start did (on the registry's retry thread)."""
-        self.peers.add(*_peer_steps(space))
+        self.peers.add(*space.role.peer_steps())
         space.start()
         self._give_model(space)
 
@@ -135,7 +136,7 @@ class Service:
             if self.embedder is not None:
                 space.attach_embedder(self.embedder)
             elif self._model_failure is not None:
-                space.semantic_unavailable(self._model_failure)
+                space.model_unavailable(self._model_failure)
             else:
                 return  # still loading: the loader gives it
             self._model_given.add(space.name)
@@ -151,7 +152,7 @@ class Service:
             embedder = load_configured_embedder(self.settings)
         except Exception as exc:  # noqa: BLE001 - any failure: lexical keeps serving, status says why
             reason = str(exc) if is_embedder_error(exc) else f"model failed to load: {exc}"
-            if type(exc).__name__ == "EmbedderUnreachable" and not self._stopping.is_set():
+            if isinstance(exc, EmbedderUnreachable) and not self._stopping.is_set():
                 delay = self._model_retries.later(self.load_model)
                 reason = f"{reason}; retrying in {delay:g} s"
             log.warning("semantic_unavailable", reason=reason)
@@ -246,17 +247,34 @@ class Service:
         took = round((time.perf_counter() - started) * 1000, 3)
         return SearchResponse("", hits, ("lexical",), {}, (), not space.ready, took)
 
+    def _answering(self, space: Space, text: str, degraded: dict[str, str]) -> list[Channel]:
+        """The space's channels that answer this query, in order: the lexical
+        channel always; the others when they can now (else `degraded` says why)."""
+        if not text.strip():
+            return [space.lexical_channel]
+        if self.settings.vector_search and space.semantic is None:
+            degraded["semantic"] = READ_ONLY_WITHOUT_MEANING
+        answering = []
+        for channel in space.channels:
+            if channel.ready:
+                answering.append(channel)
+            else:
+                degraded[channel.name] = channel.why_not_ready()
+        return answering
+
     def _ranked(self, space: Space, text: str, filters: FeedFilter, limit: int) -> SearchResponse:
+        """The channels in their stages (index/channels.py): those that need
+        the text alone or the query's embedding, then those that need their
+        best notes as seeds; fused."""
         started = time.perf_counter()
         degraded: dict[str, str] = {}
-        graph = space.graph if self.settings.graph_boost and text.strip() else None
-        if graph is not None and not graph.ready:
-            degraded["graph"] = graph.why_not_ready()
-            graph = None
-        if self.settings.vector_search and space.semantic is None and text.strip():
-            degraded["semantic"] = READ_ONLY_WITHOUT_MEANING
-        vector = self._query_embedding.vector(space.semantic, self.embedder, text, started, degraded)
-        fused = vector is not None or graph is not None
+        answering = self._answering(space, text, degraded)
+        vector = None
+        if any("vector" in c.needs for c in answering):
+            vector = self._query_embedding.vector(space.semantic, self.embedder, text, started, degraded)
+            if vector is None:
+                answering = [c for c in answering if "vector" not in c.needs]
+        fused = len(answering) > 1
         depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit
         query = ChannelQuery(
             text,
@@ -266,16 +284,15 @@ class Service:
             phrase_depth=PHRASE_DEPTH if fused else 0,
             vector=vector,
         )
-        channels: list[Channel] = [space.lexical_channel]
-        if vector is not None and space.semantic is not None:
-            channels.append(space.semantic)
+        channels = [c for c in answering if "seeds" not in c.needs]
         results = [channel.search(query) for channel in channels]
-        if graph is not None:
-            # The graph follows links from the best text hits, fused as the user would see them.
+        seeded = [c for c in answering if "seeds" in c.needs]
+        if seeded:
+            # Links are followed from the best text hits, fused as the user would see them.
             ranked, notes = fused_notes(space, results, GRAPH_SEEDS)
             seeds = tuple(notes[note_id] for note_id in kept(ranked, notes, GRAPH_SEEDS))
-            channels.append(graph)
-            results.append(graph.search(replace(query, seeds=seeds)))
+            channels += seeded
+            results += [channel.search(replace(query, seeds=seeds)) for channel in seeded]
         ranked, notes = fused_notes(space, results, limit)
         snippets = answer_snippets(channels, results, kept(ranked, notes, limit))
         self.memory.note_activity()
@@ -285,8 +302,8 @@ class Service:
             channels_used=tuple(r.channel for r in results) if text.strip() else (),
             degraded=degraded,
             unmatched_terms=results[0].unmatched_terms,
-            # A derived channel that answered from part of its index (vectors still embedding) makes it
-            # partial too; the lexical channel's part is space.ready (a read-only space runs no pass).
+            # A channel that answered from part of its index (vectors still embedding) makes it partial
+            # too; the lexical channel's part is space.ready (a reader runs no pass).
             partial=not space.ready or any(c.building for c in channels if c is not space.lexical_channel),
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             caveats={r.channel: why for c, r in zip(channels, results, strict=True) if (why := c.caveat(r))},
@@ -369,21 +386,20 @@ class Service:
         return NoteDetail(record, tuple(links), tuple(dangling), backlinks, text)
 
     @guarded
+    def resolve_link(self, name: str, target: str) -> str | None:
+        """The id of the note a link `[[target]]` written nowhere in particular
+        opens (path, file name, title or alias, ignoring case and accents:
+        graph/links.py), as the space's own links resolve; None when none."""
+        graph = self.space(name).graph
+        graph.ensure_built()  # as note() does: read once, kept in step by the writer
+        return graph.graph.resolve("", target)
+
+    @guarded
     def activations(self, name: str, filters: FeedFilter, since: datetime | None, limit: int) -> list[NoteRecord]:
         space = self.space(name)
         _check_limit(limit)
         found = metadata.activated_since(space.lexical, self._filters(space, filters), since, limit)
         return [record for record in found if space.on_disk(record.note)]
-
-
-def _peer_steps(space: Space) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
-    """What the peer loop runs for a space: a follower's look at its writer;
-    a shared writer's look at the others' requests, and its status published."""
-    if space.follower is not None:
-        return [space.follower.refresh], []
-    if space.changes is not None:
-        return [space.take_requests], [space.publish_status]
-    return [], []
 
 
 def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:

@@ -120,7 +120,7 @@ class Vault:
         """A service whose spaces are fully indexed (synchronously)."""
         service = Service(self.settings(collections=collections, **overrides))
         for space in service.spaces.values():
-            space.run_reconcile()
+            space.writing.run_reconcile()
         return service
 
 
@@ -212,7 +212,7 @@ def build_semantic(service: Service, embedder: object) -> None:
     """Index every space of a service lexically and semantically, synchronously."""
     for space in service.spaces.values():
         assert space.semantic is not None
-        space.build(embedder=embedder)  # type: ignore[arg-type]
+        space.writing.build(embedder=embedder)
     service.embedder = embedder  # type: ignore[assignment]
 
 

@@ -108,7 +108,7 @@ def index_12_of_30(vault: Vault, tmp_path: Path, word: str) -> None:
         vault.write(f"n{i:02}.md", f"---\nid: n{i}\n---\ntexte {word} {i}\n")
     service = Service(vault.settings(index_dir=tmp_path / "index", commit_every=5))
     space = service.spaces["notes"]
-    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
+    space.writing.run_reconcile(lambda p: space.writing.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
     service.stop()
 
 

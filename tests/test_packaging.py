@@ -179,8 +179,8 @@ root = Path(tempfile.mkdtemp())
 settings = Settings(spaces=(SpaceConfig("notes", root / "notes"),), index_dir=root / "index", log_level="warning")
 writer, follower = Service(settings, shared=True), Service(settings, shared=True)
 create_app(settings, follower)
-writer.spaces["notes"].run_reconcile()
-print(json.dumps({"follows": follower.spaces["notes"].follower is not None}))
+writer.spaces["notes"].writing.run_reconcile()
+print(json.dumps({"follows": type(follower.spaces["notes"].role).__name__ == "Follower"}))
 """
 
 

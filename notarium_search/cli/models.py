@@ -25,7 +25,7 @@ def models_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.models_command == "check":
         return _models_check(settings, args)
     if args.models_command == "list":
-        from notarium_search.semantic.presets import preset_table
+        from notarium_search.model_packs import preset_table
 
         print(preset_table())
         return 0
@@ -40,8 +40,8 @@ def _models_check(settings: Settings, args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from notarium_search.semantic.embedder_errors import EmbedderUnavailable
-    from notarium_search.semantic.loading import load_configured_embedder
+    from notarium_search.errors import EmbedderUnavailable
+    from notarium_search.model_packs import load_configured_embedder
 
     pack = Path(args.pack) if args.pack else settings.model_dir
     if pack is None:
@@ -73,7 +73,7 @@ def _embed_test_pair(embedder: Any) -> str:
     vectors have the pack's dim, are finite and (when it normalises) unit."""
     import numpy as np
 
-    from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+    from notarium_search.errors import EmbedderUnavailable
 
     config = embedder.config
     try:
@@ -107,8 +107,7 @@ def _models_download(args: argparse.Namespace) -> int:
     exit 2, with nothing left at the target."""
     from pathlib import Path
 
-    from notarium_search.semantic.download import ModelDownloadError, download_model, download_preset
-    from notarium_search.semantic.presets import PRESETS
+    from notarium_search.model_packs import PRESETS, ModelDownloadError, download_model, download_preset
 
     preset = PRESETS.get(args.model)
     try:

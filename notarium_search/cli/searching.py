@@ -19,10 +19,8 @@ from notarium_search.settings import Settings
 def search_command(settings: Settings, args: argparse.Namespace) -> int:
     from notarium_search.bodies import search_body
     from notarium_search.errors import NotariumError
-    from notarium_search.index.space import NotIndexed
-    from notarium_search.lexical.store import IndexUnreadable
+    from notarium_search.offline import OPEN_FAILURES
     from notarium_search.service import Service
-    from notarium_search.storage.faults import StorageFault
     from notarium_search.types import FeedFilter
 
     configure_logging("error", sys.stderr, on_first_use=True)  # structlog only if something logs
@@ -32,7 +30,7 @@ def search_command(settings: Settings, args: argparse.Namespace) -> int:
         service = Service(only(settings, args.space), read_only=True)
         filters = FeedFilter(args.folder, tuple(args.tag))
         response = service.search(args.space, args.query, filters, args.limit, args.sort)
-    except (NotIndexed, IndexUnreadable, StorageFault, NotariumError) as exc:
+    except (NotariumError, *OPEN_FAILURES) as exc:  # type: ignore[misc]  # mypy does not read a starred tuple of exceptions
         print(f"notarium-search: {getattr(exc, 'detail', exc)}", file=sys.stderr)
         return 1
     if args.json:

@@ -12,6 +12,7 @@ from typing import Any
 from notarium_search.cli import EXIT_SETUP
 from notarium_search.cli.indexing import NO_SPACE, index_folders_writable
 from notarium_search.logsetup import configure_logging, get_logger
+from notarium_search.offline import index_held_elsewhere, previous_service_killed
 from notarium_search.settings import Settings, log_ignored_folders
 
 log = get_logger(__name__)
@@ -58,32 +59,6 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
         return create_app(settings, Service(settings, shared=shared))
 
     return serve(settings, load_app)
-
-
-def index_held_elsewhere(settings: Settings) -> str | None:
-    """Why this service cannot write its spaces (one sentence), or None: a
-    space's lock held by a process that will not let it go (another service,
-    a script), asked before any worker starts. A holder on its way out (the
-    workers of a service whose supervisor was killed) is waited for, a
-    bounded time (index/lock.py); `notarium-search index` is not an obstacle:
-    the space opens when it finishes (index/registry.py)."""
-    from notarium_search.index.lock import held_for_good
-
-    for config in settings.spaces:
-        holder = held_for_good(settings.index_dir / config.name)
-        if holder is not None and holder.command != "index":
-            return f"space index {settings.index_dir / config.name} is in use by another process ({holder})"
-    return None
-
-
-def previous_service_killed(settings: Settings) -> bool:
-    """Whether the last writer of a space was a server's worker gone without
-    a clean stop (a clean stop empties the lock file): its sockets may still
-    be closing for a moment, so a taken port is looked at again."""
-    from notarium_search.index.lock import lock_holder
-
-    holders = (lock_holder(settings.index_dir / config.name) for config in settings.spaces)
-    return any(holder is not None and holder.killed for holder in holders)
 
 
 def port_unavailable(host: str, port: int, waiting: bool = False) -> str | None:

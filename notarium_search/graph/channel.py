@@ -18,15 +18,24 @@ from notarium_search.graph.ranking import explain, rank_neighbours
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
-from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Snippet
+from notarium_search.types import (
+    ChannelHit,
+    ChannelHooks,
+    ChannelQuery,
+    ChannelResult,
+    ChannelState,
+    ChannelStatus,
+    Snippet,
+)
 
 CHANNEL = "graph"
 
 log = get_logger(__name__)
 
 
-class GraphChannel:
+class GraphChannel(ChannelHooks):
     name = CHANNEL
+    needs = frozenset({"seeds"})  # it follows links from the notes the text channels found
 
     def __init__(self, space_name: str, lexical_index: LexicalIndex, enabled: bool, k: float) -> None:
         """`k`: the fusion's RRF constant, with which a seed's rank weighs its neighbours."""
@@ -39,6 +48,7 @@ class GraphChannel:
         # Held while the graph is read from the notes and while the writer applies
         # a pass: a build on a request thread then never misses a pass.
         self._build_lock = threading.Lock()
+        self._writers: ChannelStatus | None = None  # on a follower: the writer's graph, as it published it
 
     # -- writer thread -----------------------------------------------------
 
@@ -93,13 +103,15 @@ class GraphChannel:
     def why_not_ready(self) -> str:
         return "GRAPH_BOOST is off" if not self.enabled else "reading the notes' links"
 
-    # The graph does no work between the writer's jobs: it follows each pass at once.
-    has_work = False
-
-    def work_slice(self) -> None:
-        pass
+    def follow(self, published: ChannelStatus | None) -> bool:
+        """A follower's graph follows its own searcher (the journal's changes:
+        `after_lexical`); while the writer reads the links, its status says so."""
+        self._writers = published
+        return False
 
     def status(self) -> ChannelStatus:
+        if self._writers is not None and self._writers.state != ChannelState.READY:
+            return self._writers
         stats = self.graph.stats() if self.built else None
         links = stats.links if stats else None
         dangling = stats.dangling if stats else None

@@ -1,8 +1,8 @@
 """A space's lexical passes and what the last one left.
 
-A pass brings the lexical index in line with the files, then the channels
-built from it (semantic, graph) and the change journal follow what changed; a
-rebuild reads every note again into an emptied index. A failed pass touches
+A pass brings the lexical index in line with the files and hands what
+changed forward (the writer role then has the channels and the change journal
+follow it); a rebuild reads every note again into an emptied index. A failed pass touches
 nothing: searches answer from the last commit, flagged partial, and status
 shows the error kept here. Run on the space's writer thread, or on the
 calling thread for the CLI and tests.
@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 
 from notarium_search.index.indexer import SpaceIndexer
-from notarium_search.index.sharing import ChangeWriter
-from notarium_search.index.status import DerivedChannel
 from notarium_search.lexical.store import IndexLocked
 from notarium_search.logsetup import get_logger
 from notarium_search.notes.scan import SpaceUnavailable, check_root
@@ -27,23 +25,21 @@ log = get_logger(__name__)
 
 
 class Passes:
-    def __init__(
-        self,
-        indexer: SpaceIndexer,
-        stop_event: threading.Event,
-        derived: Callable[[], list[DerivedChannel]],
-        changes: ChangeWriter | None,
-    ) -> None:
-        """`derived`: the channels built from the lexical index, as they are
-        now; `changes`: the journal the other workers follow (a shared writer)."""
+    """The lexical channel's view of them (lexical/channel.py PassView):
+    `progress`, `failure`, `repaired`."""
+
+    def __init__(self, indexer: SpaceIndexer, stop_event: threading.Event) -> None:
         self.indexer = indexer
         self.config = indexer.config
         self.stop_event = stop_event
-        self._derived = derived
-        self.changes = changes
         self.failure: str | None = None  # why the last pass failed, for status
+        self.repaired: str | None = None  # why the lexical index was last rebuilt from the notes, for status
         self.folder_away = False  # the last pass found the notes folder missing or empty
         self._ready = threading.Event()
+
+    @property
+    def progress(self) -> IndexProgress:
+        return self.indexer.progress
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
@@ -51,21 +47,14 @@ class Passes:
     def reconcile(
         self, on_progress: Callable[[IndexProgress], None] | None = None, paths: set[str] | None = None
     ) -> IndexProgress:
-        """One reconcile pass, then the channels built from it follow what changed."""
-        progress = self._pass(on_progress, paths)
-        for channel in self._derived():
-            channel.after_lexical(progress.changed_ids, progress.deleted_ids)
-        if self.changes is not None:
-            self.changes.record(progress.changed_ids, progress.deleted_ids)
-        return progress
+        """One reconcile pass: its counters say what changed (`changed_ids`, `deleted_ids`)."""
+        return self._pass(on_progress, paths)
 
     def rebuild(
         self, empty_index: Callable[[], None], on_progress: Callable[[IndexProgress], None] | None = None
     ) -> bool:
         """Every note read again into an emptied index (a full reindex, or a
-        repair), then the vectors and links brought in line with all of them
-        (unchanged fragments keep their vectors; vanished notes go). False,
-        nothing emptied, when the notes folder is away."""
+        repair). False, nothing emptied, when the notes folder is away."""
         try:
             check_root(self.config.path)
         except SpaceUnavailable as exc:
@@ -90,10 +79,6 @@ class Passes:
                 self._failed(f"{type(exc).__name__}: {exc}")
             raise
         self._pass(on_progress)
-        for channel in self._derived():
-            channel.rebuild()
-        if self.changes is not None:
-            self.changes.record(everything=True)
         return True
 
     def _pass(

@@ -22,8 +22,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from notarium_search.index.channels import registered
 from notarium_search.index.lock import lock_holder
+from notarium_search.index.opening import Role, open_space
 from notarium_search.index.space import Space
+from notarium_search.lexical.channel import generic_status
 from notarium_search.lexical.store import IndexLocked
 from notarium_search.logsetup import get_logger
 from notarium_search.settings import Settings, SpaceConfig
@@ -70,6 +73,7 @@ class Unopened:
             graph=unavailable,
             message=None,
             watch="off (the space could not open)",
+            channels={p.name: generic_status(lexical) if p.name == "lexical" else unavailable for p in registered()},
         )
 
 
@@ -115,14 +119,14 @@ class Spaces:
         written. A space locked by a process that is not one of this server's
         workers (`notarium-search index`, another service) is IndexLocked."""
         if not self.shared:
-            return Space(config, self.settings, self.read_only)
+            return open_space(config, self.settings, Role.READER if self.read_only else Role.WRITER)
         try:
-            return Space(config, self.settings, share=True)
+            return open_space(config, self.settings, Role.SHARED_WRITER)
         except IndexLocked:
             holder = lock_holder(self.settings.index_dir / config.name)
             if holder is None or holder.parent != os.getppid():
                 raise
-            return Space(config, self.settings, follow=True)
+            return open_space(config, self.settings, Role.FOLLOWER)
 
     @contextmanager
     def _elected(self) -> Iterator[None]:

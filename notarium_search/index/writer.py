@@ -26,21 +26,31 @@ log = get_logger(__name__)
 
 
 class Writer:
-    def __init__(self, space_name: str, idle_work: Callable[[], Job | None], directory: Path | None = None) -> None:
+    def __init__(
+        self,
+        space_name: str,
+        idle_work: Callable[[], Job | None],
+        directory: Path | None = None,
+        stop_event: threading.Event | None = None,
+        retries: Backoff | None = None,
+    ) -> None:
         """`idle_work`: the slice of work to run when no job waits, or None
         (then the thread sleeps until a job); `directory`: the space's index
-        folder, whose free space tells when a full disk has room again."""
+        folder, whose free space tells when a full disk has room again;
+        `stop_event`: set to stop it (shared with the passes it runs);
+        `retries`: the waits before a failed job is tried again (tests give
+        their own)."""
         self.space_name = space_name
         self.directory = directory
         self._idle_work = idle_work
         self._jobs: queue.Queue[Job | None] = queue.Queue()
-        self.stop_event = threading.Event()
+        self.stop_event = stop_event or threading.Event()
         self._thread: threading.Thread | None = None
         self._pass_queued = threading.Event()  # one pending pass covers any number of requests
         self._pending_lock = threading.Lock()
         self._pending_full_scan = False  # what the queued pass must look at: every file,
         self._pending_paths: set[str] = set()  # or only these
-        self._retries = Backoff(RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS)
+        self._retries = retries or Backoff(RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"writer-{self.space_name}", daemon=True)
@@ -49,6 +59,11 @@ class Writer:
     def put(self, job: Job) -> None:
         """Run `job` on the writer thread, after the jobs queued before it."""
         self._jobs.put(job)
+
+    @property
+    def running(self) -> bool:
+        """Whether its thread runs (started, not ended by a stop or a fault of ours)."""
+        return self._thread is not None and self._thread.is_alive()
 
     @property
     def idle(self) -> bool:

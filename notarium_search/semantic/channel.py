@@ -34,7 +34,16 @@ from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.semantic.probes import SAMPLE_NOTES, source_words
 from notarium_search.storage.backoff import Backoff
-from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Echo, Snippet
+from notarium_search.types import (
+    ChannelHit,
+    ChannelHooks,
+    ChannelQuery,
+    ChannelResult,
+    ChannelState,
+    ChannelStatus,
+    Echo,
+    Snippet,
+)
 
 SLICE_FRAGMENTS = 64  # embedded between two looks at the writer's queue (~2 s on 2 cores)
 # Notes read, chunked and planned between two looks at the writer's queue when
@@ -77,8 +86,9 @@ class _Replan:
     """Notes planned or dropped by a pass since the snapshot: its versions are older."""
 
 
-class SemanticChannel:
+class SemanticChannel(ChannelHooks):
     name = semantic_search.CHANNEL
+    needs = frozenset({"vector"})  # the query's embedding: the service loads the model for it
 
     def __init__(self, space_name: str, directory: Path, lexical_index: LexicalIndex) -> None:
         self.space_name = space_name
@@ -92,8 +102,14 @@ class SemanticChannel:
         """Why the build waits (its embedder failed), with when it tries again; None: not paused."""
         self._pauses = Backoff(PAUSE_FIRST_SECONDS, PAUSE_MAX_SECONDS)
         self.wake: Callable[[Callable[[], None]], None] | None = None
-        """Runs a job on the writer thread (the space sets it): how a pause
-        ends by itself. Without it (the CLI) a pause ends the build."""
+        """Runs a job on the writer thread (`on_writer`): how a pause ends by
+        itself. Without it (the CLI) a pause ends the build."""
+
+    def on_writer(self, run: Callable[[Callable[[], None]], None]) -> None:
+        self.wake = run
+
+    def model_unavailable(self, reason: str) -> None:
+        self.unavailable = reason
 
     # -- writer thread -----------------------------------------------------
 

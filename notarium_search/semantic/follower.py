@@ -38,7 +38,7 @@ class FollowedSemanticChannel(SemanticChannel):
         self.embedder = embedder
         self.unavailable = None
 
-    def refresh(self, published: ChannelStatus | None) -> bool:
+    def follow(self, published: ChannelStatus | None) -> bool:
         """Follow the writer: its status, and its vectors when it saved new
         ones; returns whether they were read anew."""
         if published is not None:

@@ -470,7 +470,7 @@ def test_feed_pagination_is_stable_while_notes_change(vault: Vault):
         # must be repeated or shift the pages that follow.
         vault.write("n24.md", fm("n24", "page modifiée"), mtime=base + 10_000)
         vault.write("new.md", fm("new", "page"), mtime=base + 20_000)
-        service.spaces["notes"].run_reconcile()
+        service.spaces["notes"].writing.run_reconcile()
         while cursor:
             items, cursor = page(cursor)
             seen.extend(items)
@@ -493,7 +493,7 @@ def test_status_while_building_says_so(vault: Vault):
             reached.set()
             release.wait(60)
 
-    indexing = threading.Thread(target=service.spaces["notes"].run_reconcile, args=(hold_halfway,), daemon=True)
+    indexing = threading.Thread(target=service.spaces["notes"].writing.run_reconcile, args=(hold_halfway,), daemon=True)
     try:
         with TestClient(create_app(settings_, service, start_indexing=False)) as client:
             indexing.start()

@@ -208,7 +208,7 @@ def test_a_cross_site_form_cannot_trigger_a_rebuild(client: TestClient[Any], vau
     ):
         refused = client.post("/spaces/notes/reindex?full=1", content=b"a=1", headers={**FORM, **headers})
         assert_error(refused, 403, "cross_site_refused")
-    assert space.writer.idle  # nothing was queued
+    assert space.writing.writer.idle  # nothing was queued
     for headers in (
         {},  # curl, scripts: no browser, no cross-site request
         {"Origin": OWN},

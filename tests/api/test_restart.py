@@ -87,7 +87,7 @@ def test_a_supervisor_killed_mid_build_then_restarted_at_once(vault: Vault, tmp_
     settings = Settings(spaces=vault.settings().spaces, index_dir=first.index_dir)
     clean = Settings(spaces=vault.settings().spaces, index_dir=tmp_path / "clean")
     built = Service(clean)
-    built.spaces["notes"].run_reconcile()
+    built.spaces["notes"].writing.run_reconcile()
     built.stop()
     assert contents(settings) == contents(clean)
 

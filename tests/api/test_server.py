@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from notarium_search.api import server as server_module
-from notarium_search.index.space import Space
+from notarium_search.index.opening import Role, open_space
 from notarium_search.settings import Settings, SpaceConfig
 from tests.conftest import Vault, eventually
 
@@ -543,7 +543,7 @@ def test_a_killed_supervisor_takes_its_worker_and_the_index_lock_with_it(vault: 
         def lock_free() -> bool:
             settings = Settings(spaces=(SpaceConfig("notes", vault.root / "notes"),), index_dir=server.index_dir)
             try:
-                Space(settings.spaces[0], settings).stop()
+                open_space(settings.spaces[0], settings, Role.WRITER).stop()
             except Exception:  # noqa: BLE001 - IndexLocked while the orphan lives
                 return False
             return True

@@ -603,7 +603,7 @@ def test_building_banner_shows_progress_then_goes(browser: Browser, tmp_path: Pa
             reached.set()
             release.wait(READY_SECONDS)
 
-    indexing = threading.Thread(target=service.spaces["lent"].run_reconcile, args=(hold_halfway,), daemon=True)
+    indexing = threading.Thread(target=service.spaces["lent"].writing.run_reconcile, args=(hold_halfway,), daemon=True)
     try:
         check_banner(browser, create_app(settings, service, start_indexing=False), indexing, reached, release)
     finally:

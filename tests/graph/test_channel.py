@@ -8,9 +8,8 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.index.status import BUILDING_MESSAGE
 from notarium_search.service import Service
-from notarium_search.types import FeedFilter
+from notarium_search.types import BUILDING_MESSAGE, FeedFilter
 from tests.conftest import Vault, ids
 
 NO_FILTER = FeedFilter()
@@ -74,7 +73,7 @@ def test_without_graph_boost_links_are_read_on_first_need(linked: Vault):
     status = service.spaces["notes"].status().graph
     assert (status.state, status.links, status.dangling) == ("disabled", 4, 1)
     linked.write("inexistante.md", note("inex", "Inexistante", "Elle existe."))
-    service.spaces["notes"].run_reconcile()  # once read, the graph follows the notes
+    service.spaces["notes"].writing.run_reconcile()  # once read, the graph follows the notes
     assert service.spaces["notes"].status().graph.dangling == 0
     service.stop()
 
@@ -107,7 +106,7 @@ def test_graph_follows_the_notes(linked: Vault, boosted: Service):
     space = boosted.spaces["notes"]
     linked.write("inexistante.md", note("inex", "Inexistante", "Maintenant elle existe."))
     linked.remove("projets/annexe.md")
-    space.run_reconcile()
+    space.writing.run_reconcile()
     hub = boosted.note("notes", "hub")
     assert hub.dangling == ()
     assert [link.note.id for link in hub.links if link.note] == ["plan", "inex"]
@@ -115,7 +114,7 @@ def test_graph_follows_the_notes(linked: Vault, boosted: Service):
     assert space.status().graph.dangling == 0
     # A retitled note is no longer reached by its old title.
     linked.write("projets/plan.md", note("plan", "Continuité d'activité", "Les étapes du plan."))
-    space.run_reconcile()
+    space.writing.run_reconcile()
     assert [link.target for link in boosted.note("notes", "hub").dangling] == ["Plan de continuité"]
     assert [n.id for n in boosted.note("notes", "plan").backlinks] == ["appui"]  # [[plan#Étapes]]: by file name
 
@@ -152,11 +151,11 @@ def test_note_endpoint_over_http(boosted: Service):
 def test_status_says_building_until_the_graph_is_read(linked: Vault):
     service = Service(linked.settings(graph_boost=True))
     space = service.spaces["notes"]
-    space.indexer.reconcile(space.stop_event)  # the lexical pass alone: the graph is read after it
+    space.writing.indexer.reconcile(space.writing.stop_event)  # the lexical pass alone: the graph is read after it
     status = space.status()
     assert (status.lexical.state, status.graph.state) == ("ready", "building")
     assert status.message == BUILDING_MESSAGE  # any index of the space still building
-    space.run_reconcile()
+    space.writing.run_reconcile()
     status = space.status()
     assert (status.graph.state, status.message) == ("ready", None)
     service.stop()

@@ -82,7 +82,7 @@ def test_damaged_lexical_artefact_is_detected_and_rebuilt(vault: Vault, damage: 
                 assert failed[0].json()["error"] == "index_repairing"
                 assert "rebuilt from the notes" in failed[0].json()["detail"]
                 assert "damaged" in (client.get("/spaces/notes/status").json()["lexical"]["repaired"] or "")
-                space._repair_job()  # what the writer thread runs (no thread in this test)
+                space.writing.repair_now()  # what the writer thread runs (no thread in this test)
             feed = client.get("/spaces/notes/feed", params={"limit": 100})
             assert feed.status_code == 200, feed.text
             assert len(feed.json()["items"]) == NOTES
@@ -101,7 +101,7 @@ def test_the_writer_repairs_a_running_service(vault: Vault):
     service.start()
     try:
         space = service.spaces["notes"]
-        assert space.wait_ready(30)
+        assert space.writing.wait_ready(30)
         with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
             assert client.get("/spaces/notes/feed").status_code == 503  # found on read
             eventually(lambda: client.get("/spaces/notes/feed", params={"limit": 100}).status_code == 200)
@@ -127,7 +127,7 @@ def test_a_date_at_the_edge_of_time_is_answered_not_taken_for_damage(vault: Vaul
         with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
             response = client.get("/spaces/notes/search", params={"q": f"commun {query}"})
             assert response.status_code == status, response.text
-            assert service.spaces["notes"].repaired is None
+            assert service.spaces["notes"].writing.passes.repaired is None
             assert client.get("/spaces/notes/status").json()["lexical"]["repaired"] is None
     finally:
         service.stop()
@@ -162,8 +162,8 @@ def test_a_failed_read_of_a_whole_index_never_rebuilds_it(
             assert response.status_code == status, response.text
             assert response.json()["error"] != "index_repairing"
             monkeypatch.undo()
-            assert space.repaired is None
-            assert space.writer.idle  # nothing queued: no rebuild on the writer
+            assert space.writing.passes.repaired is None
+            assert space.writing.writer.idle  # nothing queued: no rebuild on the writer
             assert client.get("/spaces/notes/search", params={"q": "commun"}).status_code == 200
         assert sorted(p.name for p in (vault.index_dir / "notes" / "lexical").iterdir()) == before
     finally:

@@ -175,7 +175,7 @@ def snapshot(index_dir: Path, spaces_root: Path) -> dict[str, object]:
     service = Service(settings)
     try:
         space = service.spaces["notes"]
-        space.run_reconcile()  # what a restart does first
+        space.writing.run_reconcile()  # what a restart does first
         ranking = service.settings.ranking
         stored = {p.id: (p.path, p.title, p.tags, p.text) for p in lexical.all_payloads(space.lexical)}
         # Every match, as a set: BM25 counts deleted documents until segments

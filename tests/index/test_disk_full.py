@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent(
     service = Service(settings)
     service.start()
     space = service.spaces["notes"]
-    space.wait_ready(30)
+    space.writing.wait_ready(30)
     before = space.status().notes
     for i in range(300):
         (root / f"big{i:03}.md").write_text(f"# Grand {i}\\n\\n" + "volumineux " * 6000 + "\\n")
@@ -113,7 +113,7 @@ WRITER_DEATH = textwrap.dedent(
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     service = Service(settings)
     space = service.spaces["notes"]
-    space.run_reconcile()
+    space.writing.run_reconcile()
     for i in range(300):  # distinct words: a 15 MB writer heap fills and flushes segments mid-pass
         (root / f"big{i:03}.md").write_text(f"# Grand {i}\\n\\n" + " ".join(f"m{i}x{j}" for j in range(6000)))
     space.lexical.close()  # the next writer takes the small heap
@@ -124,7 +124,7 @@ WRITER_DEATH = textwrap.dedent(
         if lift:
             resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
         try:
-            space.run_reconcile()
+            space.writing.run_reconcile()
             passes.append("ok")
         except BaseException as exc:
             passes.append(type(exc).__name__)

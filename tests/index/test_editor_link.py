@@ -101,7 +101,7 @@ def test_a_hit_link_points_at_the_line_and_section_of_its_match(vault: Vault):
     plain = vault.settings()
     settings = replace(plain, spaces=tuple(replace(s, open_url="x://{path}:{line}?h={heading}") for s in plain.spaces))
     service = Service(settings)
-    service.spaces["notes"].run_reconcile()
+    service.spaces["notes"].writing.run_reconcile()
     (hit,) = service.search("notes", "registre", FeedFilter(), 10).results
     service.stop()
     assert hit.open_url == "x://a.md:8?h=DORA"

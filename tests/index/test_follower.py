@@ -14,6 +14,7 @@ import pytest
 
 from notarium_search.errors import SpaceUnavailable
 from notarium_search.index import sharing
+from notarium_search.index.follower import Follower
 from notarium_search.index.lock import LOCK_FILE
 from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.follower import FollowedSemanticChannel
@@ -31,8 +32,8 @@ def workers(vault: Vault, **overrides: object) -> tuple[Service, Service]:
     settings = replace(vault.settings(watch=False), **overrides)  # type: ignore[arg-type]
     writer = Service(settings, shared=True)
     follower = Service(settings, shared=True)
-    assert writer.spaces["notes"].follower is None
-    assert follower.spaces["notes"].follower is not None
+    assert not isinstance(writer.spaces["notes"].role, Follower)
+    assert isinstance(follower.spaces["notes"].role, Follower)
     writer.start()
     follower.start()
     eventually(lambda: follower.spaces["notes"].ready)
@@ -91,7 +92,7 @@ def test_a_new_writer_takes_over_and_followers_keep_following(vault: Vault):
     writer, follower = workers(vault)
     writer.stop()
     replacement = Service(vault.settings(watch=False), shared=True)
-    assert replacement.spaces["notes"].follower is None
+    assert not isinstance(replacement.spaces["notes"].role, Follower)
     replacement.start()
     try:
         vault.write("b.md", note("b", "second"))
@@ -115,7 +116,7 @@ def test_a_space_locked_by_another_program_is_not_followed(vault: Vault):
         worker = Service(vault.settings(watch=False), shared=True)
         try:
             assert "notes" not in worker.spaces
-            assert worker.spaces["other"].follower is not None  # the other space is followed as usual
+            assert isinstance(worker.spaces["other"].role, Follower)  # the other space is followed as usual
             reason = worker.registry.unopened["notes"].reason
             assert f"in use by another process (`notarium-search index`, pid {program.pid})" in reason
             with pytest.raises(SpaceUnavailable, match="could not open"):
@@ -135,8 +136,8 @@ def test_a_follower_asks_the_writer_to_repair(vault: Vault):
         space = follower.spaces["notes"]
         space.request_repair("a test's damage")
         space.request_repair("the same damage, seen again")  # asked once
-        eventually(lambda: writer.spaces["notes"].repaired is not None)
-        assert "seen by another worker: a test's damage" in (writer.spaces["notes"].repaired or "")
+        eventually(lambda: writer.spaces["notes"].writing.passes.repaired is not None)
+        assert "seen by another worker: a test's damage" in (writer.spaces["notes"].writing.passes.repaired or "")
         eventually(lambda: "a test's damage" in (follower.status()[0].lexical.repaired or ""))
     finally:
         follower.stop()
@@ -186,7 +187,7 @@ def test_the_follower_reads_vectors_of_its_own_model_only(vault: Vault, tmp_path
         semantic._read = None
         follower.peers.stop()  # the test looks itself
         semantic.attach(other)
-        assert not semantic.refresh(None)
+        assert not semantic.follow(None)
         assert semantic.index is None
         assert not semantic.ready
         assert (vault.index_dir / "notes" / "vectors" / "vectors.json").exists()
@@ -199,7 +200,7 @@ def unstarted(vault: Vault, **overrides: object) -> tuple[Service, Service]:
     """A writer and a follower whose steps the test makes itself (no threads)."""
     settings = replace(vault.settings(watch=False), **overrides)  # type: ignore[arg-type]
     writer = Service(settings, shared=True)
-    writer.spaces["notes"].run_reconcile()
+    writer.spaces["notes"].writing.run_reconcile()
     return writer, Service(settings, shared=True)
 
 
@@ -214,12 +215,13 @@ def test_a_new_writer_makes_followers_read_every_link_again(vault: Vault):
     vault.write("a.md", note("a", "alpha [[b]]"))
     vault.write("b.md", note("b", "beta"))
     writer, follower = unstarted(vault, graph_boost=True)  # the follower reads the links at open
-    looks = follower.spaces["notes"].follower
+    looks = follower.spaces["notes"].role
+    assert isinstance(looks, Follower)
     assert looks is not None
     writer.stop()
     vault.write("c.md", note("c", "gamma [[b]]"))
     dead = Service(vault.settings(watch=False, graph_boost=True))  # commits, journals nothing
-    dead.spaces["notes"].run_reconcile()
+    dead.spaces["notes"].writing.run_reconcile()
     dead.stop()
     looks.refresh()
     assert found(follower, "gamma") == ["c"]
@@ -241,7 +243,8 @@ def test_a_pass_journaled_during_a_followers_reload_is_applied_from_its_commit(v
     vault.write("b.md", note("b", "beta"))
     writer, follower = unstarted(vault, graph_boost=True)  # the follower reads the links at open
     space = follower.spaces["notes"]
-    looks = space.follower
+    looks = space.role
+    assert isinstance(looks, Follower)
     assert looks is not None
     reload = space.lexical.reload
     passes: list[int] = []
@@ -251,13 +254,13 @@ def test_a_pass_journaled_during_a_followers_reload_is_applied_from_its_commit(v
         if not passes:
             passes.append(1)
             vault.write("c.md", note("c", "gamma [[b]]"))
-            writer.spaces["notes"].run_reconcile()  # commits and journals right after the reload
+            writer.spaces["notes"].writing.run_reconcile()  # commits and journals right after the reload
         return done
 
     space.lexical.reload = reload_then_the_writer_commits  # type: ignore[method-assign]
     try:
         vault.write("d.md", note("d", "delta"))
-        writer.spaces["notes"].run_reconcile()
+        writer.spaces["notes"].writing.run_reconcile()
         looks.refresh()
         looks.refresh()
         assert backlinks(follower, "b") == ["a", "c"]
@@ -273,22 +276,23 @@ def test_a_follower_keeps_answering_while_the_writer_rebuilds_an_emptied_index(v
     for i in range(5):
         vault.write(f"n{i}.md", note(f"n{i}", "commun"))
     writer, follower = unstarted(vault)
-    looks = follower.spaces["notes"].follower
+    looks = follower.spaces["notes"].role
+    assert isinstance(looks, Follower)
     assert looks is not None
     try:
-        writer.spaces["notes"].publish_status()
+        writer.spaces["notes"].writing.publish_status()
         looks.refresh()
         writer.spaces["notes"].lexical.recreate()  # what a repair does first
         looks.refresh()
         assert len(found(follower, "commun")) == 5
-        writer.spaces["notes"].run_reconcile()  # the rebuild
+        writer.spaces["notes"].writing.run_reconcile()  # the rebuild
         looks.refresh()
         assert len(found(follower, "commun")) == 5
         writer.spaces["notes"].lexical.delete_all()  # as a full reindex of a folder emptied for real
         writer.spaces["notes"].lexical.commit()
         looks.refresh()
         assert follower.status()[0].notes == 5  # not yet: the writer has not said so
-        writer.spaces["notes"].publish_status()
+        writer.spaces["notes"].writing.publish_status()
         looks.refresh()
         assert follower.status()[0].notes == 0
     finally:
@@ -300,7 +304,8 @@ def test_a_searchs_vanished_hits_make_one_request(vault: Vault):
     for i in range(15):
         vault.write(f"n{i}.md", note(f"n{i}", "commun"))
     writer, follower = unstarted(vault)
-    looks = follower.spaces["notes"].follower
+    looks = follower.spaces["notes"].role
+    assert isinstance(looks, Follower)
     assert looks is not None
     try:
         for i in range(15):

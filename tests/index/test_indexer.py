@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from notarium_search.index import indexer as indexer_module
+from notarium_search.index.opening import Role, open_space
 from notarium_search.index.space import Space
-from notarium_search.index.status import BUILDING_MESSAGE
 from notarium_search.lexical import search as lexical
+from notarium_search.notes import scan
 from notarium_search.notes.scan import SpaceUnavailable, scan_space
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, load_settings
 from notarium_search.storage.faults import StorageFault
-from notarium_search.types import FeedFilter, IndexState
+from notarium_search.types import BUILDING_MESSAGE, FeedFilter, IndexState
 from tests.conftest import Vault, eventually, ids
 
 NO_FILTER = FeedFilter()
@@ -51,15 +54,15 @@ def test_unchanged_restart_reindexes_nothing(vault: Vault):
     for i in range(20):
         vault.write(f"n{i}.md", dated(f"n{i}", f"contenu numéro {i}"))
     service = vault.service()
-    assert service.spaces["notes"].indexer.progress.indexed == 20
+    assert service.spaces["notes"].writing.indexer.progress.indexed == 20
     service = restart(service, vault)
-    progress = service.spaces["notes"].indexer.progress
+    progress = service.spaces["notes"].writing.indexer.progress
     assert (progress.total, progress.indexed, progress.deleted) == (0, 0, 0)
     assert service.status()[0].notes == 20
     # Touched but identical files are read and hashed, not re-indexed.
     vault.write("n3.md", dated("n3", "contenu numéro 3"))
     service = restart(service, vault)
-    progress = service.spaces["notes"].indexer.progress
+    progress = service.spaces["notes"].writing.indexer.progress
     assert (progress.total, progress.indexed) == (1, 0)
     service.stop()
 
@@ -70,7 +73,7 @@ def test_a_touched_note_dated_by_its_file_takes_the_new_date(vault: Vault):
     vault.write("a.md", note("a", "contenu"), mtime=1_700_000_000)
     service = vault.service()
     vault.write("a.md", note("a", "contenu"), mtime=1_700_000_600.25)
-    progress = service.spaces["notes"].run_reconcile()
+    progress = service.spaces["notes"].writing.run_reconcile()
     assert (progress.total, progress.indexed) == (1, 1)
     (item,) = service.feed("notes", "", FeedFilter(), 10, None).items
     assert item.updated.timestamp() == 1_700_000_600.25
@@ -84,7 +87,7 @@ def test_edit_and_delete_are_reflected(vault: Vault):
     assert ids(service.search("notes", "girafes", NO_FILTER, 10)) == ["a"]
     vault.write("a.md", note("a", "les zèbres courent"))
     vault.remove("b.md")
-    service.spaces["notes"].run_reconcile()
+    service.spaces["notes"].writing.run_reconcile()
     assert ids(service.search("notes", "girafes", NO_FILTER, 10)) == []
     assert ids(service.search("notes", "zèbres", NO_FILTER, 10)) == ["a"]
     assert ids(service.search("notes", "éléphants", NO_FILTER, 10)) == []
@@ -99,7 +102,7 @@ def test_frontmatter_id_change_replaces_the_old_id(vault: Vault):
     vault.write("a.md", note("old-id", "un texte stable"))
     service = vault.service()
     vault.write("a.md", note("new-id", "un texte stable"))
-    service.spaces["notes"].run_reconcile()
+    service.spaces["notes"].writing.run_reconcile()
     assert ids(service.search("notes", "stable", NO_FILTER, 10)) == ["new-id"]
     service.stop()
 
@@ -118,10 +121,10 @@ def test_a_note_takes_its_id_back_when_the_holder_goes(vault: Vault):
     vault.write("a.md", note("same", "premier morceau"))
     service = vault.service()
     vault.write("b.md", note("same", "second morceau"))
-    service.spaces["notes"].run_reconcile()
+    service.spaces["notes"].writing.run_reconcile()
     assert sorted(ids(service.search("notes", "morceau", NO_FILTER, 10))) == ["b.md", "same"]
     vault.remove("a.md")
-    service.spaces["notes"].run_reconcile()
+    service.spaces["notes"].writing.run_reconcile()
     assert ids(service.search("notes", "morceau", NO_FILTER, 10)) == ["same"]
     service.stop()
 
@@ -142,7 +145,7 @@ def test_a_duplicate_id_goes_to_the_first_path_whatever_the_history(vault: Vault
     space = service.spaces["notes"]
     assert id_owners(service) == {"shared": "m.md", "z.md": "z.md"}
     vault.write("a.md", note("shared", "début"))  # appears later, sorts first
-    space.run_reconcile(paths={"a.md"} if targeted else None)
+    space.writing.run_reconcile(paths={"a.md"} if targeted else None)
     live = id_owners(service)
     service.stop()
     (vault.root.parent / "clean").mkdir()
@@ -154,7 +157,7 @@ def test_a_duplicate_id_goes_to_the_first_path_whatever_the_history(vault: Vault
     rebuilt.stop()
     service = vault.service()
     vault.remove("a.md")  # the id comes free: the next path in order takes it back
-    service.spaces["notes"].run_reconcile(paths={"a.md"} if targeted else None)
+    service.spaces["notes"].writing.run_reconcile(paths={"a.md"} if targeted else None)
     assert id_owners(service) == {"shared": "m.md", "z.md": "z.md"}
     service.stop()
 
@@ -164,7 +167,7 @@ def test_an_id_freed_by_an_edit_goes_to_the_waiting_note_in_the_same_pass(vault:
     vault.write("b.md", note("shared", "second"))
     service = vault.service()
     vault.write("a.md", note("other", "premier renommé"))  # a.md gives the id up
-    service.spaces["notes"].run_reconcile(paths={"a.md"})
+    service.spaces["notes"].writing.run_reconcile(paths={"a.md"})
     assert id_owners(service) == {"other": "a.md", "shared": "b.md"}  # as a clean build gives them
     service.stop()
 
@@ -180,7 +183,7 @@ def test_bad_files_are_skipped_or_indexed_never_fatal(vault: Vault, caplog: pyte
     status = service.status()[0]
     assert status.notes == 4  # bom, broken, baddate, empty; not latin1 nor binary
     assert status.skipped == 2
-    skipped = service.spaces["notes"].indexer.manifest.skipped()
+    skipped = service.spaces["notes"].writing.indexer.manifest.skipped()
     assert "not UTF-8" in skipped["latin1.md"]
     assert "binary" in skipped["binary.md"]
     hit = service.search("notes", "bom", NO_FILTER, 10).results[0]
@@ -197,7 +200,7 @@ def test_bad_files_are_skipped_or_indexed_never_fatal(vault: Vault, caplog: pyte
     assert "binary" in logged[("note_skipped", "binary.md")]["reason"]
     # A skipped file that becomes valid is indexed at the next pass.
     vault.write("latin1.md", "café crème")
-    service.spaces["notes"].run_reconcile()
+    service.spaces["notes"].writing.run_reconcile()
     assert ids(service.search("notes", "crème", NO_FILTER, 10)) == ["latin1.md"]
     service.stop()
 
@@ -260,12 +263,12 @@ def test_include_and_exclude_globs_choose_the_notes(tmp_path: Path):
     assert [f.path for f in scan_space(notes, space_config.include, space_config.exclude).files] == sorted(kept)
     service = Service(settings)
     space = service.spaces["notes"]
-    space.run_reconcile()
+    space.writing.run_reconcile()
     assert sorted(p.path for p in lexical.all_payloads(space.lexical)) == sorted(kept)
     # A watcher's report is filtered the same way.
     for rel in dropped:
         (notes / rel).write_text(note("changed", "modifié"), encoding="utf-8")
-    assert space.run_reconcile(paths=set(dropped)).indexed == 0
+    assert space.writing.run_reconcile(paths=set(dropped)).indexed == 0
     service.stop()
 
 
@@ -328,7 +331,7 @@ def test_fingerprint_change_rebuilds_from_files(vault: Vault):
     manifest = vault.index_dir / "notes" / "manifest.json"
     manifest.write_bytes(manifest.read_bytes().replace(b"lexical-v", b"lexical-old"))
     service = vault.service()
-    assert service.spaces["notes"].indexer.progress.indexed == 1
+    assert service.spaces["notes"].writing.indexer.progress.indexed == 1
     assert ids(service.search("notes", "cheval", NO_FILTER, 10)) == ["a"]
     service.stop()
 
@@ -355,7 +358,7 @@ def test_search_answers_from_committed_notes_while_building(vault: Vault):
             response = service.search("notes", "commun", NO_FILTER, 100)
             seen.append((status.message, status.lexical.state, len(response.results), response.partial))
 
-    space.run_reconcile(probe)
+    space.writing.run_reconcile(probe)
     message, state, found, partial = seen[0]
     assert (message, state, partial) == (BUILDING_MESSAGE, IndexState.BUILDING, True)
     assert 10 <= found < 40
@@ -369,11 +372,11 @@ def test_interrupted_build_resumes(vault: Vault):
         vault.write(f"n{i:02}.md", note(f"n{i}", "texte commun"))
     service = Service(vault.settings(commit_every=5))
     space = service.spaces["notes"]
-    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)
-    assert space.indexer.progress.state == IndexState.BUILDING
+    space.writing.run_reconcile(lambda p: space.writing.stop_event.set() if p.done == 12 else None)
+    assert space.writing.indexer.progress.state == IndexState.BUILDING
     service.stop()
     service = vault.service()
-    progress = service.spaces["notes"].indexer.progress
+    progress = service.spaces["notes"].writing.indexer.progress
     assert progress.total <= 30 - 10  # the committed part is not redone
     assert len(service.search("notes", "commun", NO_FILTER, 100).results) == 30
     service.stop()
@@ -395,7 +398,7 @@ def test_unexpected_error_on_one_file_does_not_stop_the_scan(vault: Vault, monke
     assert ids(service.search("notes", "texte", NO_FILTER, 10)) == ["good"]
     assert service.status()[0].lexical.state == IndexState.READY
     monkeypatch.setattr(parse, "parse_note", real_parse)
-    service.spaces["notes"].run_reconcile()  # the failed file is retried
+    service.spaces["notes"].writing.run_reconcile()  # the failed file is retried
     assert sorted(ids(service.search("notes", "texte", NO_FILTER, 10))) == ["bad", "good"]
     service.stop()
 
@@ -412,13 +415,13 @@ def test_failed_commit_is_reported_and_recovered(vault: Vault, monkeypatch: pyte
 
     monkeypatch.setattr(space.lexical, "commit", failing_commit)
     with pytest.raises(OSError, match="No space left"):
-        space.run_reconcile()
+        space.writing.run_reconcile()
     status = space.status()
     assert status.lexical.state == IndexState.FAILED
     assert "No space left" in (status.lexical.error or "")
     assert ids(service.search("notes", "premier", NO_FILTER, 10)) == ["a"]  # last commit still served
     monkeypatch.setattr(space.lexical, "commit", real_commit)
-    space.run_reconcile()
+    space.writing.run_reconcile()
     assert ids(service.search("notes", "second", NO_FILTER, 10)) == ["b"]
     assert space.status().lexical.error is None
     service.stop()
@@ -448,7 +451,7 @@ def test_crash_between_the_index_commit_and_the_manifest_leaves_no_ghost(
     else:
         monkeypatch.setattr(space.lexical, "commit", lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
-        space.run_reconcile()
+        space.writing.run_reconcile()
     monkeypatch.setattr(manifest_module.Manifest, "save", real_save)
     service.stop()
     vault.remove("b.md")  # while the service is down
@@ -469,7 +472,7 @@ def test_unreadable_unsettled_record_redoes_every_note(vault: Vault):
     service = vault.service()
     space = service.spaces["notes"]
     assert {p.id for p in lexical.all_payloads(space.lexical)} == {"a"}
-    assert space.indexer.progress.indexed == 1  # read again, though unchanged: nothing was certain
+    assert space.writing.indexer.progress.indexed == 1  # read again, though unchanged: nothing was certain
     assert not (vault.index_dir / "notes" / "unsettled.json").exists()
     service.stop()
 
@@ -484,7 +487,7 @@ def test_a_read_only_space_is_partial_while_the_writers_records_say_so(vault: Va
     vault.service().stop()
 
     def reader() -> Space:
-        return Space(vault.settings().spaces[0], vault.settings(), read_only=True)
+        return open_space(vault.settings().spaces[0], vault.settings(), Role.READER)
 
     assert (reader().ready, reader().behind) == (True, [])
     record = vault.index_dir / "notes" / "unsettled.json"
@@ -496,7 +499,7 @@ def test_a_read_only_space_is_partial_while_the_writers_records_say_so(vault: Va
     with monkeypatch.context() as patched:
         patched.setattr(indexer_module, "survey", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt()))
         with pytest.raises(KeyboardInterrupt):  # killed right after the redo dropped a and b
-            space.run_reconcile()
+            space.writing.run_reconcile()
     service.stop()
     assert not record.exists()
     assert reader().behind == ["2 files left to read by an indexing pass under way or cut short"]
@@ -512,35 +515,35 @@ def test_a_pass_over_reported_files_keeps_what_an_unfinished_full_pass_left(vaul
         vault.write(f"n{i:02}.md", note(f"n{i}", f"texte {i}"))
     service = Service(vault.settings(commit_every=5))
     space = service.spaces["notes"]
-    space.run_reconcile(lambda p: space.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
+    space.writing.run_reconcile(lambda p: space.writing.stop_event.set() if p.done == 12 else None)  # what Ctrl+C does
     service.stop()
-    reader = functools.partial(Space, vault.settings().spaces[0], vault.settings(), read_only=True)
+    reader = functools.partial(open_space, vault.settings().spaces[0], vault.settings(), Role.READER)
     assert reader().behind == ["18 files left to read by an indexing pass under way or cut short"]
 
     vault.write("n29.md", note("n29", "modifié"))
     service = Service(vault.settings())
     space = service.spaces["notes"]
-    assert space.run_reconcile(paths={"n29.md"}).total == 1  # the reported file alone
+    assert space.writing.run_reconcile(paths={"n29.md"}).total == 1  # the reported file alone
     assert reader().behind == ["18 files left to read by an indexing pass under way or cut short"]
-    space.run_reconcile()
+    space.writing.run_reconcile()
     service.stop()
     assert (reader().ready, reader().behind) == (True, [])
 
 
 def failing_on_read(space: Space, monkeypatch: pytest.MonkeyPatch, at: int, times: int = 1) -> None:
-    """The pass meets a passing fault of the machine (too many open files) at
-    its `at`-th file, `times` times."""
-    real, calls = space.indexer._apply, {"n": 0, "failed": 0}
+    """The pass meets a passing fault of the machine (too many open files) as
+    it opens its `at`-th file, `times` times."""
+    real, calls = scan.open_note, {"n": 0, "failed": 0}
 
-    def apply(*args: object) -> int:
+    def open_note(root: str, path: str) -> Any:
         calls["n"] += 1
         if calls["n"] == at and calls["failed"] < times:
             calls["failed"] += 1
             calls["n"] = 0
-            raise StorageFault("cannot read a note: too many open files")
-        return real(*args)  # type: ignore[arg-type]
+            raise OSError(errno.EMFILE, "Too many open files", path)
+        return real(root, path)
 
-    monkeypatch.setattr(space.indexer, "_apply", apply)
+    monkeypatch.setattr("notarium_search.index.indexer.open_note", open_note)
 
 
 def test_a_pass_that_fails_before_its_first_commit_still_says_what_it_left(
@@ -560,14 +563,14 @@ def test_a_pass_that_fails_before_its_first_commit_still_says_what_it_left(
     space = service.spaces["notes"]
     failing_on_read(space, monkeypatch, at=5)
     with pytest.raises(StorageFault):
-        space.run_reconcile()
-    reader = Space(vault.settings().spaces[0], vault.settings(), read_only=True)
+        space.writing.run_reconcile()
+    reader = open_space(vault.settings().spaces[0], vault.settings(), Role.READER)
     assert reader.behind == ["20 files left to read by an indexing pass under way or cut short"]
-    assert space.run_reconcile(paths={"n19.md"}).total == 1  # a watcher's pass goes through
+    assert space.writing.run_reconcile(paths={"n19.md"}).total == 1  # a watcher's pass goes through
     assert not space.ready  # 19 files are still as they were
     assert space.status().lexical.state == IndexState.BUILDING  # what the other workers follow
     assert service.search("notes", "avant", NO_FILTER, 50).partial
-    space.run_reconcile()
+    space.writing.run_reconcile()
     assert space.ready
     assert len(service.search("notes", "après", NO_FILTER, 50).results) == 20
     service.stop()
@@ -586,7 +589,7 @@ def test_a_full_reindex_that_fails_half_way_is_tried_again(vault: Vault, monkeyp
     service.start()
     space = service.spaces["notes"]
     try:
-        assert space.wait_ready(30)
+        assert space.writing.wait_ready(30)
         failing_on_read(space, monkeypatch, at=4)
         service.reindex("notes", full=True)
         eventually(lambda: len(service.search("notes", "commun", NO_FILTER, 50).results) == 10)
@@ -610,7 +613,7 @@ def test_a_repair_that_fails_is_tried_again(vault: Vault, monkeypatch: pytest.Mo
     service.start()
     space = service.spaces["notes"]
     try:
-        assert space.wait_ready(30)
+        assert space.writing.wait_ready(30)
         real, calls = space.lexical.recreate, []
 
         def recreate() -> None:
@@ -637,15 +640,15 @@ def test_a_pass_over_reported_paths_reads_only_those(vault: Vault):
     space = service.spaces["notes"]
     vault.write("a.md", note("a", "après"))
     vault.write("b.md", note("b", "après"))  # changed, but not reported
-    progress = space.run_reconcile(paths={"a.md", ".a.md.swp", "gone-temp.md"})
+    progress = space.writing.run_reconcile(paths={"a.md", ".a.md.swp", "gone-temp.md"})
     assert (progress.indexed, progress.deleted) == (1, 0)
     assert ids(service.search("notes", "après", NO_FILTER, 10)) == ["a"]
     vault.remove("a.md")
-    progress = space.run_reconcile(paths={"a.md"})
+    progress = space.writing.run_reconcile(paths={"a.md"})
     assert (progress.indexed, progress.deleted) == (0, 1)
     # A folder among the paths: only a full scan sees what moved with it.
     (vault.root / "notes" / "dossier").rename(vault.root / "notes" / "classeur")
-    progress = space.run_reconcile(paths={"dossier"})
+    progress = space.writing.run_reconcile(paths={"dossier"})
     assert progress.indexed == 2  # b (unreported before) and c at its new path
     assert {p.path for p in lexical.all_payloads(space.lexical)} == {"b.md", "classeur/c.md"}
     service.stop()
@@ -660,7 +663,7 @@ def test_a_reported_path_is_filtered_like_a_scan(vault: Vault, tmp_path: Path):
     outside = tmp_path / "outside.md"
     outside.write_text(note("o", "dehors"), encoding="utf-8")
     (vault.root / "notes" / "lien.md").symlink_to(outside)
-    progress = space.run_reconcile(paths={".cache/x.md", "notes.txt", "lien.md"})
+    progress = space.writing.run_reconcile(paths={".cache/x.md", "notes.txt", "lien.md"})
     assert progress.indexed == 0
     assert {p.id for p in lexical.all_payloads(space.lexical)} == {"a"}
     service.stop()
@@ -679,7 +682,7 @@ def test_a_vanished_space_folder_keeps_the_index(vault: Vault, caplog: pytest.Lo
     folder.rename(vault.root / "away")
     for paths in (None, {"a.md"}):  # a full pass, and one over a watcher's report
         with pytest.raises(SpaceUnavailable, match="is missing"):
-            space.run_reconcile(paths=paths)
+            space.writing.run_reconcile(paths=paths)
     response = service.search("notes", "commun", NO_FILTER, 10)
     assert (sorted(ids(response)), response.partial) == (["a", "b", "c"], True)
     status = space.status()
@@ -694,11 +697,11 @@ def test_a_vanished_space_folder_keeps_the_index(vault: Vault, caplog: pytest.Lo
     # A file in its place is no better.
     folder.write_text("pas un dossier")
     with pytest.raises(SpaceUnavailable, match="is not a folder"):
-        space.run_reconcile()
+        space.writing.run_reconcile()
     folder.unlink()
 
     (vault.root / "away").rename(folder)
-    progress = space.run_reconcile()
+    progress = space.writing.run_reconcile()
     assert (progress.indexed, progress.deleted) == (0, 0)  # nothing to redo
     status = space.status()
     assert (status.lexical.state, status.lexical.error, status.notes) == (IndexState.READY, None, 3)
@@ -717,20 +720,20 @@ def test_an_empty_mount_point_keeps_the_index_until_a_full_reindex(vault: Vault)
     folder.rename(vault.root / "share")
     folder.mkdir()
     with pytest.raises(SpaceUnavailable, match="holds no note while the index holds 2"):
-        space.run_reconcile()
+        space.writing.run_reconcile()
     assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b"]
     assert "reindex?full=1" in (space.status().lexical.error or "")
     folder.rmdir()
     (vault.root / "share").rename(folder)
-    assert space.run_reconcile().deleted == 0
+    assert space.writing.run_reconcile().deleted == 0
     # Deleting every note one by one (a watcher's report) is taken as said,
     # and so is a full reindex of a folder really emptied.
     vault.remove("a.md")
-    assert space.run_reconcile(paths={"a.md"}).deleted == 1
+    assert space.writing.run_reconcile(paths={"a.md"}).deleted == 1
     vault.remove("b.md")
     service.stop()
-    rebuilt = Space(space.config, service.settings, rebuild=True)  # `notarium-search index notes --full`
-    rebuilt.run_reconcile()
+    rebuilt = open_space(space.config, service.settings, Role.WRITER, rebuild=True)  # `index notes --full`
+    rebuilt.writing.run_reconcile()
     assert rebuilt.status().notes == 0
     rebuilt.stop()
 
@@ -745,7 +748,7 @@ def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, 
     service.start()
     space = service.spaces["notes"]
     try:
-        assert space.wait_ready(30)
+        assert space.writing.wait_ready(30)
         folder = vault.root / "notes"
         folder.rename(vault.root / "away")
         space.request_reindex()
@@ -757,7 +760,7 @@ def test_the_writer_recovers_by_itself_when_the_folder_comes_back(vault: Vault, 
         saved = manifest.read_bytes()
         service.reindex("notes", full=True)
         done = threading.Event()
-        space.writer.put(done.set)  # the writer runs its jobs in order: this one runs after the reindex
+        space.writing.writer.put(done.set)  # the writer runs its jobs in order: this one runs after the reindex
         assert done.wait(15)
         assert manifest.read_bytes() == saved  # emptied, a restart now would drop the whole index
         assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]
@@ -798,7 +801,7 @@ def test_an_unreadable_folder_keeps_its_notes(vault: Vault, tmp_path: Path, capl
     locked.chmod(0)
     try:
         for paths in (None, {"privé/b.md"}):  # a full pass, and one over a watcher's report
-            progress = space.run_reconcile(paths=paths)
+            progress = space.writing.run_reconcile(paths=paths)
             assert progress.deleted == 0
         assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "b", "c"]
         assert space.status().lexical.error is None  # the space works; the log names the folder
@@ -809,7 +812,7 @@ def test_an_unreadable_folder_keeps_its_notes(vault: Vault, tmp_path: Path, capl
     finally:
         locked.chmod(0o755)
     vault.remove("privé/b.md")
-    progress = space.run_reconcile()
+    progress = space.writing.run_reconcile()
     assert progress.deleted == 1  # readable again: a real deletion is seen
     assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "c"]
     service.stop()

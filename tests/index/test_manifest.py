@@ -32,7 +32,7 @@ EXHAUSTION = textwrap.dedent(
                         reconcile_interval=0, rate_limit_per_minute=0)
     service = Service(settings)
     space = service.spaces["notes"]
-    space.run_reconcile()
+    space.writing.run_reconcile()
     (notes / "n00.md").write_text("---\\nid: n00\\n---\\nmodifiée\\n")  # the next pass must write
     held, failed = [], []
     for attempt in range(2):  # the first failure drops the writer (freeing its files); the retry meets EMFILE anew
@@ -42,7 +42,7 @@ EXHAUSTION = textwrap.dedent(
         except OSError:
             pass
         try:
-            space.run_reconcile()
+            space.writing.run_reconcile()
             failed.append(None)
         except BaseException as exc:
             failed.append(type(exc).__name__)
@@ -53,7 +53,7 @@ EXHAUSTION = textwrap.dedent(
     passes = []
     for _ in range(2):
         try:
-            space.run_reconcile()
+            space.writing.run_reconcile()
             passes.append("ok")
         except BaseException as exc:
             passes.append(type(exc).__name__)

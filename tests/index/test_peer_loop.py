@@ -1,4 +1,4 @@
-"""The peer thread's rounds (index/follower.py PeerLoop): a round that fails
+"""The peer thread's rounds (index/peers.py PeerLoop): a round that fails
 is tried again at the next, and a failure that lasts (too many open files,
 every 0.1 s) is one log line a minute per kind, which counts those not logged."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from notarium_search.index.follower import PeerLoop
+from notarium_search.index.peers import PeerLoop
 from notarium_search.logsetup import configure_logging
 from notarium_search.storage.faults import StorageFault
 

@@ -22,18 +22,18 @@ from tests.conftest import PROJECT_ROOT, Vault, eventually
 # reads poison.md: what a crash in a parser, or the watchdog's kill, does.
 DIES_ON_POISON = """
 import os, signal, sys
-from notarium_search.index import indexer
+from notarium_search.notes import parse
 from notarium_search.settings import load_settings
 from notarium_search.service import Service
 
-real = indexer.parse_note
+real = parse.parse_note
 def parse_note(text, path, mtime):
     if path == "poison.md":
         os.kill(os.getpid(), signal.SIGKILL)
     return real(text, path, mtime)
-indexer.parse_note = parse_note
+parse.parse_note = parse_note
 service = Service(load_settings(None, env=dict(os.environ)))
-service.spaces["notes"].run_reconcile()
+service.spaces["notes"].writing.run_reconcile()
 """
 
 
@@ -82,10 +82,10 @@ def test_a_note_that_took_the_indexer_down_twice_is_set_aside_until_it_changes(p
         (skipped,) = service.status()[0].skipped_notes
         assert skipped.path == "poison.md"
         assert "stopped the indexer 2 times" in skipped.reason
-        service.spaces["notes"].run_reconcile()  # not read again while it is the same file
+        service.spaces["notes"].writing.run_reconcile()  # not read again while it is the same file
         assert "poison" not in ids(service, "ordinaire")
         poisoned.write("poison.md", "---\nid: poison\n---\nune note ordinaire réparée\n")
-        service.spaces["notes"].run_reconcile()
+        service.spaces["notes"].writing.run_reconcile()
         assert "poison" in ids(service, "ordinaire")
         assert service.status()[0].skipped_notes == ()
     finally:
@@ -101,11 +101,11 @@ def test_a_stop_while_reading_leaves_no_mark(poisoned: Vault, monkeypatch: pytes
             raise KeyboardInterrupt
         return parse_note(text, path, mtime)
 
-    monkeypatch.setattr("notarium_search.index.indexer.parse_note", interrupted)
+    monkeypatch.setattr("notarium_search.notes.parse.parse_note", interrupted)
     service = Service(poisoned.settings())
     try:
         with pytest.raises(KeyboardInterrupt):
-            service.spaces["notes"].run_reconcile()
+            service.spaces["notes"].writing.run_reconcile()
         assert (poisoned.index_dir / "notes" / MARK_FILE).read_text() == ""
     finally:
         service.stop()
@@ -114,7 +114,7 @@ def test_a_stop_while_reading_leaves_no_mark(poisoned: Vault, monkeypatch: pytes
 def test_a_note_over_the_read_budget_is_set_aside_not_read_at_every_pass(vault: Vault):
     vault.write("slow.md", "---\nid: slow\n---\nune note lente\n")
     service = Service(vault.settings())
-    indexer = service.spaces["notes"].indexer
+    indexer = service.spaces["notes"].writing.indexer
     now = [0.0]
 
     step = READ_BUDGET_SECONDS * 1.5
@@ -125,17 +125,17 @@ def test_a_note_over_the_read_budget_is_set_aside_not_read_at_every_pass(vault: 
 
     indexer.clock = clock
     try:
-        service.spaces["notes"].run_reconcile()
+        service.spaces["notes"].writing.run_reconcile()
         assert ids(service, "lente") == []
         (skipped,) = service.status()[0].skipped_notes
         assert skipped.path == "slow.md"
         assert f"took {step:.1f} s to read" in skipped.reason
         reads = now[0]
-        service.spaces["notes"].run_reconcile()
+        service.spaces["notes"].writing.run_reconcile()
         assert now[0] == reads  # not read again: it would cost as much every time
         indexer.clock = lambda: 0.0
         vault.write("slow.md", "---\nid: slow\n---\nune note lente, plus courte\n")
-        service.spaces["notes"].run_reconcile()
+        service.spaces["notes"].writing.run_reconcile()
         assert ids(service, "lente") == ["slow"]
     finally:
         service.stop()
@@ -154,7 +154,7 @@ def test_a_note_of_100000_brackets_beside_3000_notes_never_holds_the_writer(vaul
     service.start()
     try:
         space = service.spaces["notes"]
-        assert space.wait_ready(300)
+        assert space.writing.wait_ready(300)
         assert [hit.note.id for hit in service.search("notes", "coupée", FeedFilter(), 5).results] == ["clipped.md"]
         vault.write("later.md", "---\nid: later\n---\nune pensée ajoutée ensuite\n")
         eventually(lambda: ids(service, "pensée") == ["later"], timeout=300)
@@ -202,7 +202,7 @@ def test_the_read_budget_counts_the_writer_s_cpu_not_the_wait(vault: Vault, monk
         time.sleep(0.5)  # ten times the budget, on the wall; no CPU
         return parse_note(text, path, mtime)
 
-    monkeypatch.setattr("notarium_search.index.indexer.parse_note", waiting)
+    monkeypatch.setattr("notarium_search.notes.parse.parse_note", waiting)
     vault.write("a.md", "---\nid: a\n---\nune note qui attend\n")
     service = vault.service()
     try:

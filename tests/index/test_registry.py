@@ -36,13 +36,13 @@ def test_a_space_that_cannot_open_is_reported_and_tried_again(vault: Vault, monk
         with pytest.raises(SpaceUnavailable, match="could not open"):
             service.search("broken", "thé", FeedFilter(), 10)
         service.start()
-        assert service.spaces["good"].wait_ready(60)
+        assert service.spaces["good"].writing.wait_ready(60)
         assert ids(service, "good", "café") == ["a"]
         assert "tried again in" in (next(s for s in service.status() if s.space == "broken").lexical.error or "")
 
         (vault.index_dir / "broken").unlink()  # fixed: the next try opens it, the service indexes it
         eventually(lambda: "broken" in service.spaces)
-        assert service.spaces["broken"].wait_ready(60)
+        assert service.spaces["broken"].writing.wait_ready(60)
         assert ids(service, "broken", "thé") == ["b"]
         assert not service.registry.unopened
     finally:

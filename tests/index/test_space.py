@@ -12,6 +12,7 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
+from notarium_search.index.opening import Role, open_space
 from notarium_search.index.space import Space
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import IndexLocked
@@ -83,14 +84,14 @@ def test_a_repair_keeps_answering_from_the_last_good_commit(vault: Vault):
     service = vault.service(watch=False, reconcile_interval=0)
     space = service.spaces["notes"]
     held, release = threading.Event(), threading.Event()
-    real_reconcile = space.indexer.reconcile
+    real_reconcile = space.writing.indexer.reconcile
 
     def held_reconcile(*args: Any, **kwargs: Any) -> Any:
         held.set()
         assert release.wait(60)
         return real_reconcile(*args, **kwargs)
 
-    space.indexer.reconcile = held_reconcile  # type: ignore[method-assign]
+    space.writing.indexer.reconcile = held_reconcile  # type: ignore[method-assign]
     service.start()
     try:
         with TestClient(create_app(service.settings, service, start_indexing=False)) as client:
@@ -119,7 +120,7 @@ def started(vault: Vault) -> tuple[Service, Space]:
     service = Service(vault.settings(watch=False, reconcile_interval=0))
     service.start()
     space = service.spaces["notes"]
-    assert space.wait_ready(WAIT_SECONDS)
+    assert space.writing.wait_ready(WAIT_SECONDS)
     return service, space
 
 
@@ -140,11 +141,11 @@ def test_deleting_the_index_folder_under_the_service_heals(vault: Vault):
         assert "was deleted" in (status.lexical.repaired or "")
         assert (vault.index_dir / "notes" / "manifest.json").exists()
         with pytest.raises(IndexLocked):  # the new folder is locked again by this service
-            Space(space.config, service.settings)
+            open_space(space.config, service.settings, Role.WRITER)
     finally:
         service.stop()
     restarted = vault.service()
-    assert restarted.spaces["notes"].indexer.progress.indexed == 0  # the manifest matched the files
+    assert restarted.spaces["notes"].writing.indexer.progress.indexed == 0  # the manifest matched the files
     assert len(stored_ids(restarted)) == 11
     restarted.stop()
 
@@ -157,7 +158,7 @@ def test_a_status_poll_notices_a_deleted_index_folder(vault: Vault):
         space.status()  # what /status polling does: no edit, no pass needed
         eventually(lambda: (vault.index_dir / "notes" / "lexical" / "meta.json").exists() and space.ready)
         eventually(lambda: stored_ids(service) == {"a"})
-        assert space.indexer.progress.state == IndexState.READY
+        assert space.writing.indexer.progress.state == IndexState.READY
     finally:
         service.stop()
 
@@ -172,7 +173,7 @@ def test_a_read_only_space_never_touches_a_damaged_index(vault: Vault, tmp_path:
     meta.write_text("{")
     before = sorted(p.name for p in meta.parent.iterdir())
     with pytest.raises(IndexUnreadable):
-        Space(service.settings.spaces[0], service.settings, read_only=True)
+        open_space(service.settings.spaces[0], service.settings, Role.READER)
     assert sorted(p.name for p in meta.parent.iterdir()) == before
     assert meta.read_text() == "{"
 
@@ -187,14 +188,14 @@ def test_a_service_asks_every_space_to_stop_before_waiting_for_one(vault: Vault)
     service = Service(vault.settings(reconcile_interval=0))
     service.start()
     first, *others = service.spaces.values()
-    assert all(space.wait_ready(WAIT_SECONDS) for space in service.spaces.values())
+    assert all(space.writing.wait_ready(WAIT_SECONDS) for space in service.spaces.values())
     busy, release, first_stopped = threading.Event(), threading.Event(), threading.Event()
 
     def hold() -> None:
         busy.set()
         release.wait(WAIT_SECONDS)
 
-    first.writer.put(hold)
+    first.writing.writer.put(hold)
     assert busy.wait(WAIT_SECONDS)
     real_stop = first.stop
 
@@ -206,7 +207,7 @@ def test_a_service_asks_every_space_to_stop_before_waiting_for_one(vault: Vault)
     stopping = threading.Thread(target=service.stop)
     stopping.start()
     try:
-        eventually(lambda: all(space.stop_event.is_set() for space in others))
+        eventually(lambda: all(space.writing.stop_event.is_set() for space in others))
         assert not first_stopped.is_set()  # asked while the service still waits for the held writer
     finally:
         release.set()

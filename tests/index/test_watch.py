@@ -33,7 +33,7 @@ def live(vault: Vault) -> Iterator[Service]:
     service = Service(vault.settings(watch_debounce_ms=100))
     service.start()
     space = service.spaces["notes"]
-    assert space.wait_ready(30)
+    assert space.writing.wait_ready(30)
     eventually(lambda: space.status().watch == "watching")
     yield service
     service.stop()
@@ -102,7 +102,7 @@ def test_polling_when_watching_is_off(vault: Vault):
     service.start()
     try:
         space = service.spaces["notes"]
-        assert space.wait_ready(30)
+        assert space.writing.wait_ready(30)
         eventually(lambda: (space.status().watch or "").startswith("polling every 1 s"))
         vault.write("b.md", note("b", "sondage"))
         eventually(lambda: found(service, "sondage") == ["b"])
@@ -119,7 +119,7 @@ def test_reindex_full_rebuilds_from_the_files(vault: Vault, live: Service):
     space = live.spaces["notes"]
     live.reindex("notes", full=True)
     done = threading.Event()
-    space.writer.put(done.set)  # the writer runs its jobs in order: this one runs after the rebuild
+    space.writing.writer.put(done.set)  # the writer runs its jobs in order: this one runs after the rebuild
     assert done.wait(WAIT_SECONDS)
     assert found(live, "prunes") == ["c"]
     assert found(live, "cerise") == []

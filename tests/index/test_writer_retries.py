@@ -42,7 +42,7 @@ EMFILE_EASES = textwrap.dedent(
     service = Service(settings)
     service.start()
     space = service.spaces["notes"]
-    space.wait_ready(100)
+    space.writing.wait_ready(100)
     (root / "nouvelle.md").write_text("---\\nid: nouvelle\\n---\\nune nouvelle venue\\n")
     held = []
     try:
@@ -203,8 +203,7 @@ def test_the_writer_checks_the_fault_it_is_handling(monkeypatch: pytest.MonkeyPa
         return free[0]
 
     monkeypatch.setattr(faults, "bytes_free", bytes_free)
-    writer = Writer("s", lambda: None, tmp_path)
-    writer._retries = Backoff(3600.0, 3600.0, probe_seconds=0.01)
+    writer = Writer("s", lambda: None, tmp_path, retries=Backoff(3600.0, 3600.0, probe_seconds=0.01))
     ran = threading.Event()
     try:
         raise StorageFault("could not commit") from OSError(errno.ENOSPC, "No space left on device")

@@ -239,7 +239,7 @@ def test_names_of_deleted_notes_do_not_crowd_out_live_ones(tmp_path):
     other = fresh.service()
     try:
         for space in service.spaces.values():
-            space.run_reconcile()
+            space.writing.run_reconcile()
         assert service.spaces["notes"].lexical.searcher().doc_freq("names", "dossier n0000") == 1  # still there
         found = ids(service.search("notes", "dossier", NO_FILTER, 100))
         assert len(found) == 50  # PREFIX_NAMES

@@ -41,7 +41,7 @@ def service_of(vault: Vault) -> Service:
     settings = vault.settings()
     service = Service(replace(settings, spaces=tuple(replace(s, open_url=TEMPLATE) for s in settings.spaces)))
     for space in service.spaces.values():
-        space.run_reconcile()
+        space.writing.run_reconcile()
     return service
 
 

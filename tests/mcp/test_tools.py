@@ -58,7 +58,8 @@ def test_a_search_during_the_first_build_says_indexing_is_under_way(vault: Vault
             reached.set()
             release.wait()  # no bound: the test sets it, in `finally` too
 
-    indexing = threading.Thread(target=service.spaces["notes"].run_reconcile, args=(hold_before_the_last,), daemon=True)
+    run_pass = service.spaces["notes"].writing.run_reconcile
+    indexing = threading.Thread(target=run_pass, args=(hold_before_the_last,), daemon=True)
     try:
         with TestClient(create_app(settings, service, start_indexing=False), base_url=BASE_URL) as client:
             indexing.start()

@@ -75,7 +75,7 @@ def test_a_very_deep_tree_never_blocks_the_space(vault: Vault, caplog: pytest.Lo
         assert "deeper than" in str(skipped[0]["reason"])
         # A watcher's report of the deep file is filtered like the scan.
         report = {str(deepest.relative_to(space_root) / "deep.md")}
-        assert service.spaces["notes"].run_reconcile(paths=report).total == 0
+        assert service.spaces["notes"].writing.run_reconcile(paths=report).total == 0
         service.stop()
     finally:
         unnest(space_root)
@@ -103,7 +103,7 @@ def test_a_symlink_swapped_after_the_scan_is_not_read(vault: Vault, tmp_path: Pa
             link.symlink_to(outside)
 
     vault.write("a.md", note("a", "premier texte modifié"))
-    space.run_reconcile(swap_after_first)
+    space.writing.run_reconcile(swap_after_first)
     assert link.resolve() == outside  # the swap happened between the scan and the read of b.md
     stored = {p.path: p.text for p in lexical.all_payloads(space.lexical)}
     assert not any("bancaire" in text for text in stored.values())
@@ -145,7 +145,7 @@ def test_a_note_that_cannot_be_stated_is_kept_not_deleted(vault: Vault, monkeypa
         return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "stat", failing_stat)
-    progress = service.spaces["notes"].run_reconcile()
+    progress = service.spaces["notes"].writing.run_reconcile()
     assert progress.deleted == 0
     monkeypatch.undo()
     assert sorted(ids(service.search("notes", "commun", FeedFilter(), 10))) == ["a", "b"]

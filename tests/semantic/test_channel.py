@@ -68,14 +68,14 @@ def test_only_changed_fragments_are_re_embedded(vault: Vault):
     text = long_note("long", "résilience", paragraphs=10).replace("Paragraphe 8 :", "Paragraphe huit :")
     vault.write("long.md", text)
     space = service.spaces["notes"]
-    space._reconcile_job()
+    space.writing.run_queued_pass()
     while space.semantic is not None and space.semantic.has_work:
         space.semantic.work_slice()
     assert 1 <= embedder.passages_embedded - total <= 2
     assert stored_fragments(service) == expected_fragments(service)
     # Deleting a note removes its vectors; nothing is embedded for it.
     vault.remove("other.md")
-    space._reconcile_job()
+    space.writing.run_queued_pass()
     assert stored_fragments(service) == expected_fragments(service)
     assert not any(n == "other" for n in space.semantic.index.notes)  # type: ignore[union-attr]
     service.stop()
@@ -98,7 +98,7 @@ def test_an_idle_writer_maps_its_vectors_and_an_edit_works_on_a_copy(vault: Vaul
     vault.write(
         "long.md", long_note("long", "résilience", paragraphs=6).replace("Paragraphe 4 :", "Paragraphe quatre :")
     )
-    space._reconcile_job()
+    space.writing.run_queued_pass()
     while space.semantic.has_work:
         space.semantic.work_slice()
     assert index.generation > first_generation
@@ -293,7 +293,7 @@ def test_fragments_waiting_for_their_embedding_leave_the_channel_answering(vault
     assert semantic is not None
     assert semantic.index is not None
     vault.write("dogs.md", english_note("dogs", "A puppy chews a bone in the garden."), space="en-notes")
-    space._reconcile_job()  # the edit's fragment waits: the writer has not had an idle moment
+    space.writing.run_queued_pass()  # the edit's fragment waits: the writer has not had an idle moment
     assert semantic.index.progress.pending == 1
     status = space.status().semantic
     assert status.state == ChannelState.BUILDING
@@ -333,7 +333,7 @@ def test_a_follower_answers_from_the_writers_last_checkpoint_while_it_builds(vau
     space = service.spaces["en-notes"]
     follower = FollowedSemanticChannel(space.name, space.directory / "vectors", space.lexical)
     follower.attach(embedder)
-    assert follower.refresh(ChannelStatus(ChannelState.BUILDING, None, embedded=3, total=5))
+    assert follower.follow(ChannelStatus(ChannelState.BUILDING, None, embedded=3, total=5))
     assert follower.ready  # it answered lexically until the writer's build was done
     assert follower.building
     assert not follower.complete
@@ -348,10 +348,10 @@ def test_a_follower_answers_from_the_writers_last_checkpoint_while_it_builds(vau
     assert "weighed 0.36 in fusion" in caveat  # 3 read, 2 pending: (3 / 5)²
     with pytest.raises(ChannelUnavailable):
         follower.related("cats", 2, 0.0)
-    follower.refresh(ChannelStatus(ChannelState.READY, None, embedded=3, total=3))
+    follower.follow(ChannelStatus(ChannelState.READY, None, embedded=3, total=3))
     assert (follower.ready, follower.building, follower.complete) == (True, False, True)
     assert "partial" not in (follower.caveat(follower.search(query)) or "")
-    follower.refresh(ChannelStatus(ChannelState.UNAVAILABLE, "embedding stopped: HTTP 401"))
+    follower.follow(ChannelStatus(ChannelState.UNAVAILABLE, "embedding stopped: HTTP 401"))
     assert not follower.ready
     service.stop()
 
@@ -469,7 +469,7 @@ def test_sigkill_during_build_resumes_to_the_exact_fragment_set(vault: Vault, tm
                             index_dir=Path({str(vault.index_dir)!r}), vector_search=True)
         service = Service(settings)
         space = service.spaces["notes"]
-        space.run_reconcile()
+        space.writing.run_reconcile()
         space.semantic.attach(load_embedder(Path({str(model)!r})))
         while space.semantic.has_work:
             space.semantic.work_slice()
@@ -561,10 +561,10 @@ def test_the_plan_at_start_runs_in_slices_and_yields_to_edits(vault: Vault, monk
     # Meanwhile a pass edits and deletes notes the plan has not reached.
     vault.write("n10.md", long_note("n10", "nouveau", paragraphs=3))
     vault.remove("n11.md")
-    space._reconcile_job()
+    space.writing.run_queued_pass()
     # A second pass while the first edit's fragments still wait for their embedding.
     vault.write("n09.md", long_note("n09", "remanie", paragraphs=3))
-    space._reconcile_job()
+    space.writing.run_queued_pass()
     semantic.work_slice()  # the edits' fragments are embedded first, before the plan goes on
     assert semantic.index is not None
     wanted = {f.id for f in chunk_note(lexical.payloads_by_id(space.lexical, ["n10"])["n10"].to_note())}
@@ -591,7 +591,7 @@ def test_an_edit_is_embedded_before_a_builds_backlog(vault: Vault, monkeypatch: 
     assert semantic is not None
     semantic.attach(HashEmbedder())  # every note planned: a backlog of ~30 fragments
     vault.write("n9.md", "---\nid: n9\n---\nUne note toute neuve et courte.\n")
-    space._reconcile_job()
+    space.writing.run_queued_pass()
     semantic.work_slice()
     assert semantic.index is not None
     assert "n9" in semantic.index.notes  # embedded before the notes planned earlier

@@ -185,7 +185,7 @@ def write_notes(vault: Vault, count: int = 6) -> None:
 
 def start_building(service: Service) -> None:
     for space in service.spaces.values():
-        space.writer.start()
+        space.writing.writer.start()
     service.load_model()
 
 
@@ -252,8 +252,7 @@ def test_dies_mid_build_pauses_then_resumes_to_the_same_vectors(vault: Vault, pa
         assert got.keys() == expected.keys() == expected_fragments(service)
         for fragment_id, vector in expected.items():
             np.testing.assert_allclose(got[fragment_id], vector, atol=1e-5)
-        assert space.writer._thread is not None
-        assert space.writer._thread.is_alive()
+        assert space.writing.writer.running
     finally:
         service.stop()
         server.stop()

@@ -180,7 +180,7 @@ def test_a_space_grown_note_by_note_is_calibrated_again_only_when_it_has_grown_b
         measured_at = [first.vectors]
         for number in range(8, 40):
             vault.write(f"n{number}.md", f"---\nid: n{number}\n---\nalpha{number} beta{number} gamma\n", space=SPACE)
-            space.run_reconcile()
+            space.writing.run_reconcile()
             while semantic.has_work:
                 semantic.work_slice()
             calibration = semantic.index.calibration

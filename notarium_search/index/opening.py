@@ -1,0 +1,106 @@
+"""How a space opens, by what this process does with it (`Role`): one
+factory instead of construction flags.
+
+- WRITER, SHARED_WRITER: take the writer lock, then open the index to write
+  (`rebuild`: forget it and read every note again); the role is a
+  `SpaceWriter` (index/space_writer.py), which a shared writer has publish
+  its status and changes for the other workers.
+- FOLLOWER: another worker of the same server writes; open read-only and
+  follow it (index/follower.py).
+- READER: `notarium-search search` beside a running service: open what it
+  wrote, read-only, run nothing (`NotIndexed` when there is nothing yet).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from notarium_search.index import sharing
+from notarium_search.index.channels import ChannelContext, Role, open_channels
+from notarium_search.index.folder import cursor_codec
+from notarium_search.index.follower import Follower
+from notarium_search.index.indexer import SpaceIndexer, index_fingerprint
+from notarium_search.index.manifest import Manifest
+from notarium_search.index.passes import Passes
+from notarium_search.index.space import Space, SpaceRole
+from notarium_search.index.space_writer import SpaceWriter
+from notarium_search.index.writer_lock import WriterLock
+from notarium_search.lexical.store import LexicalIndex
+from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.types import SpaceStatus
+
+__all__ = ["NotIndexed", "Role", "open_space"]
+
+
+class NotIndexed(RuntimeError):
+    """A reader found no index for the space."""
+
+
+def open_space(config: SpaceConfig, settings: Settings, role: Role, *, rebuild: bool = False) -> Space:
+    """The space, opened for `role` (see the module's docstring). Its writer
+    thread, watcher or peer looks start with `Space.start`."""
+    directory = settings.index_dir / config.name
+    manifest = Manifest.load(directory / "manifest.json", index_fingerprint(config, settings))
+    writes = role in (Role.WRITER, Role.SHARED_WRITER)
+    lock = WriterLock(config.name, directory)
+    if writes:
+        lock.take(manifest, forget=rebuild)
+    elif role is Role.READER and (not manifest.entries or not (directory / "lexical" / "meta.json").exists()):
+        raise NotIndexed(f"space {config.name} is not indexed yet: run `notarium-search index {config.name}`")
+    lexical = LexicalIndex(directory / "lexical", config.language, read_only=not writes)
+    if lexical.created:
+        manifest.forget()
+    indexer = SpaceIndexer(config, settings, lexical, manifest)
+    passes = Passes(indexer, threading.Event()) if writes else None  # the writer thread's stop
+    context = ChannelContext(config.name, directory, lexical, settings, role, passes)
+
+    def role_of(space: Space) -> SpaceRole:
+        if passes is not None:
+            changes = sharing.ChangeWriter(directory) if role is Role.SHARED_WRITER else None
+            return SpaceWriter(space, indexer, passes, lock, changes)
+        if role is Role.FOLLOWER:
+            return Follower(space)
+        return Reader(space)
+
+    cursors = cursor_codec(directory, read_only=not writes)
+    return Space(config, settings, lexical, manifest, cursors, open_channels(context), role_of)
+
+
+class Reader:
+    """The role of a space this process only reads (`notarium-search search`)."""
+
+    def __init__(self, space: Space) -> None:
+        self.space = space
+
+    @property
+    def ready(self) -> bool:
+        """It runs no pass: the writer's records say whether the index holds every note."""
+        return not self.space.behind
+
+    folder_away = False
+
+    def start(self) -> None:
+        return None
+
+    def request_reindex(self, full: bool = False, paths: Iterable[str] | None = None) -> None:
+        return None  # the running service's watcher follows the files
+
+    def request_repair(self, reason: str) -> None:
+        return None  # the running service repairs what its own reads find damaged
+
+    def attach_embedder(self, embedder: Any) -> None:
+        return None
+
+    def status(self, space: Space) -> SpaceStatus:
+        return space.own_status("off (read-only)")
+
+    def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
+        return [], []
+
+    def request_stop(self) -> None:
+        return None
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.space.lexical.close()
