@@ -199,7 +199,7 @@ def test_sample_config_loads():
     assert {s.name: s.language for s in settings.spaces} == {"carnet": "fr", "lab": "en"}
 
 
-def test_configuration_doc_lists_every_field():
+def test_configuration_doc_lists_every_field() -> None:
     doc = (ROOT / "docs" / "configuration.md").read_text()
     # One row per declared setting: its TOML key, then its environment variable.
     for env_name, key in env_names().items():
