@@ -163,6 +163,15 @@ class SpaceIndexer:
         self.manifest = Manifest.load(self.manifest.path, self.manifest.fingerprint)
         self._manifest_stale = False
 
+    def begin_rebuild(self) -> None:
+        """A rebuild starts (a full reindex, a repair): status says building,
+        and answers `partial`, from now on, before anything is emptied."""
+        self.progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
+
+    def failed(self) -> None:
+        """The pass failed: its counters stay, its state says so."""
+        self.progress.state = IndexState.FAILED
+
     def _reconcile(
         self,
         progress: IndexProgress,

@@ -11,7 +11,6 @@ calling thread for the CLI and tests.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 from notarium_search.index.indexer import SpaceIndexer
@@ -64,7 +63,7 @@ class Passes:
             return False
         # Building from now on: answers say `partial` (from the last good
         # commit, still served) before anything is emptied.
-        self.indexer.progress = IndexProgress(state=IndexState.BUILDING, started_at=time.monotonic())
+        self.indexer.begin_rebuild()
         # The emptied manifest is saved before anything is deleted: killed at any
         # point after this, the next start finds no trustworthy record and
         # rebuilds from the files (a saved full manifest beside a committed
@@ -133,4 +132,4 @@ class Passes:
 
     def _failed(self, error: str) -> None:
         self.failure = error
-        self.indexer.progress.state = IndexState.FAILED
+        self.indexer.failed()
