@@ -189,7 +189,8 @@ class Follower:
         notes = int(self.lexical.searcher().num_docs)
         published = self.published
         if published is None:
-            return not_yet_published(space.name, str(space.config.path), space.config.language, notes)
+            waiting = not_yet_published(space.name, str(space.config.path), space.config.language, notes)
+            return replace(waiting, channels=dict.fromkeys(space.opened, waiting.semantic))
         channels = {**space.channel_statuses(), "lexical": generic_status(published.lexical)}
         return replace(
             published,
