@@ -49,12 +49,11 @@ from notarium_search.bodies import (
     search_body,
 )
 from notarium_search.errors import InvalidParameter, NotariumError
-from notarium_search.index.status import BUILDING_MESSAGE  # moving to types.py (issue 30): then from there
 from notarium_search.logsetup import get_logger
 from notarium_search.mcp.route import McpRoute
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.settings import Settings
-from notarium_search.types import FeedFilter, SpaceStatus
+from notarium_search.types import BUILDING_MESSAGE, FeedFilter, SpaceStatus
 
 log = get_logger(__name__)
 

@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.index.status import BUILDING_MESSAGE
 from notarium_search.service import Service
-from notarium_search.types import IndexProgress
+from notarium_search.types import BUILDING_MESSAGE, IndexProgress
 from tests.conftest import Vault
 
 DOCS = Path(__file__).parents[2] / "docs"
