@@ -32,6 +32,7 @@ from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
+from notarium_search.notes.parse import body_of
 from notarium_search.notes.scan import open_note
 from notarium_search.query_embedding import QueryEmbedding, is_embedder_error
 from notarium_search.reading import reading
@@ -383,7 +384,24 @@ class Service:
         backlinks = tuple(linked[i].summary() for i in graph.backlinks(note_id) if i in linked)
         text = read_markdown(space.config.path, payload.path, self.settings.max_file_bytes) if content else None
         record = metadata.record(payload, self.settings.activation_fields)
-        return NoteDetail(record, tuple(links), tuple(dangling), backlinks, text)
+        body = body_of(text) if text is not None else None
+        return NoteDetail(record, tuple(links), tuple(dangling), backlinks, text, body)
+
+    def space_status(self, name: str) -> SpaceStatus:
+        """One space's status (`/spaces/{space}/status`)."""
+        return self.space(name).status()
+
+    def ready(self, name: str) -> bool:
+        """Whether the space's index holds every note (answers are not `partial`)."""
+        return self.space(name).ready
+
+    def behind(self, name: str) -> list[str]:
+        """What a space's index lacks by its writer's records (a reader's `partial`: why)."""
+        return self.space(name).behind
+
+    def unopened(self) -> dict[str, str]:
+        """The spaces that could not open, and why (they are tried again by themselves)."""
+        return {name: unopened.reason for name, unopened in self.registry.unopened.items()}
 
     @guarded
     def resolve_link(self, name: str, target: str) -> str | None:

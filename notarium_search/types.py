@@ -388,6 +388,7 @@ class NoteDetail:
     dangling: tuple[NoteLink, ...]  # outgoing links to no note
     backlinks: tuple[NoteSummary, ...]  # notes linking here
     content: str | None  # the note's Markdown, when asked for
+    body: str | None = None  # the same without its frontmatter (what a preview renders), when asked for
 
 
 @dataclass(frozen=True, slots=True)

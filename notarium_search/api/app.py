@@ -116,7 +116,7 @@ class ServiceRoutes(Controller):
     @get("/spaces/{space:str}/status", sync_to_thread=True, responses=errors.RESPONSES)
     def space_status(self, service: ServiceDependency, space: SpaceName) -> SpaceStatus:
         """One space's indexing state."""
-        return service.space(space).status()
+        return service.space_status(space)
 
     @get("/spaces/{space:str}/search", sync_to_thread=True, responses=errors.RESPONSES)
     def search(
@@ -239,9 +239,9 @@ class ServiceRoutes(Controller):
             raise NotFoundException(f"unknown note route: expected /spaces/{space}/notes/{{id}}")
         detail = service.note(space, whole, content or render)
         body = note_body(detail)
-        if render and detail.content is not None:
+        if render and detail.body is not None:
             targets = {link.target: link.note.id for link in detail.links if link.note is not None}
-            body = replace(body, html=preview.render(detail.content, preview.resolver(targets), space))
+            body = replace(body, html=preview.render(detail.body, preview.resolver(targets), space))
         if render and not content:
             body = replace(body, content=None)
         return body

@@ -33,8 +33,6 @@ import nh3
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
-from notarium_search.notes.parse import body_of
-
 MAX_PREVIEW_CHARS = 100_000
 MAX_PREVIEW_MARKS = 10_000  # lines, `*` and `_` rendered, each up to 40 µs; a `[` counts twice (up to 57)
 _MARKS = re.compile(r"[\n\[*_]")
@@ -44,12 +42,12 @@ _WIKILINK = re.compile(r"!?\[\[([^\[\]\n|#]*)(#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\
 ATTRIBUTES: dict[str, set[str]] = {"a": {"href", "title"}, "span": {"class"}, "code": {"class"}}
 
 
-def render(markdown: str, resolve: Callable[[str], str | None], space: str) -> str:
-    """Sanitised HTML of a note's body. `resolve` gives the note id a wiki-link
-    target names (None: dangling, shown as plain text marked `dangling`)."""
+def render(body: str, resolve: Callable[[str], str | None], space: str) -> str:
+    """Sanitised HTML of a note's body (its Markdown without the frontmatter:
+    `NoteDetail.body`). `resolve` gives the note id a wiki-link target names
+    (None: dangling, shown as plain text marked `dangling`)."""
     md = MarkdownIt("commonmark", {"html": False, "linkify": False})
     md.inline.ruler.before("link", "wikilink", _wikilink_rule(resolve, space))
-    body = body_of(markdown)
     shown = bounded(body)
     html = nh3.clean(md.render(shown), attributes=ATTRIBUTES, link_rel="noopener noreferrer")
     if len(shown) == len(body):

@@ -38,7 +38,7 @@ def search_command(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     _print_results(response)
     if response.partial:
-        behind = "; ".join(service.space(args.space).behind)
+        behind = "; ".join(service.behind(args.space))
         print(f"\npartial: {behind}; `notarium-search index {args.space}` (or the service) completes it")
     return 0
 

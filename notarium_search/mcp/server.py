@@ -167,11 +167,11 @@ def _space_help(names: list[str]) -> str:
 
 
 def _instructions(service: Service) -> str:
-    unopened = service.registry.unopened
+    unopened = service.unopened()
     spaces = ", ".join(
         f"{c.name} ({c.language})"
         if c.name not in unopened
-        else f"{c.name} (could not open: {unopened[c.name].reason})"
+        else f"{c.name} (could not open: {unopened[c.name]})"
         for c in service.settings.spaces
     )
     return (

@@ -45,7 +45,6 @@ from notarium_search.mcp.text import (
     search_text,
 )
 from notarium_search.params import MAX_DAYS, MAX_QUERY_CHARS
-from notarium_search.reading import reading
 from notarium_search.service import MAX_LIMIT, Service
 from notarium_search.types import FeedFilter, NoteDetail
 
@@ -209,7 +208,7 @@ class NotesTools:
         data = SearchNotesOutput(**fields_of(search_body(response)), space=name, lexical_only=lexical_only)
         # While the space is indexed, the answer says how many notes were searched
         # (those indexed so far) and why indexing stalled, if it did.
-        status = self.service.space(name).status() if response.partial else None
+        status = self.service.space_status(name) if response.partial else None
         indexed = status.notes if status is not None else None
         stalled = status.lexical.error if status is not None else None
         return ToolOutput(search_text(name, response, lexical_only, indexed, stalled), data)
@@ -231,17 +230,10 @@ class NotesTools:
         try:
             return self.service.note(name, note, content=content)
         except NoteNotFound as exc:
-            linked = self._linked(name, note)
+            linked = self.service.resolve_link(name, note)  # the note a link [[note]] opens
             if linked is None or linked == note:
                 raise ToolFailure(f"{exc}, nor with that path, file name, title or alias") from exc
             return self.service.note(name, linked, content=content)
-
-    def _linked(self, name: str, note: str) -> str | None:
-        """The id of the note a link `[[note]]` opens, or None."""
-        space = self.service.space(name)
-        with reading(space):
-            space.graph.ensure_built()  # as the service's note() does: read once, kept in step by the writer
-            return space.graph.graph.resolve("", note)  # written nowhere: no folder to prefer
 
     @tool("Related notes", GET_RELATED)
     def get_related(
@@ -326,7 +318,7 @@ class NotesTools:
         name = self.space_name(space)
         since = datetime.now(UTC) - timedelta(days=days)
         found = self.service.activations(name, FeedFilter(), since, limit)
-        partial = not self.service.space(name).ready  # as the service's other answers say `partial`
+        partial = not self.service.ready(name)  # as the service's other answers say `partial`
         body = ActivationsBody(since, [note_record_out(r) for r in found])
         data = ActivationsOutput(**fields_of(body), space=name, days=days)
         return ToolOutput(activations_text(name, days, since, found, partial), data)
