@@ -38,7 +38,7 @@ import os, sys
 from notarium_search import cli
 from notarium_search.index import root as index_root
 import notarium_search.api.server, notarium_search.mcp.server
-import notarium_search.index.space, notarium_search.index.status, rich.progress
+import notarium_search.index.space, notarium_search.offline, rich.progress
 uid, container = int(sys.argv[1]), sys.argv[2] == "container"
 index_root.CONTAINER_MARKERS = (index_root.Path(os.devnull),) if container else ()
 os.setgroups([])
