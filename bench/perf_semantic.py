@@ -76,13 +76,14 @@ from bench.perf_lexical import (
     summarize,
 )
 from notarium_search.answer import answer_snippets, fused_notes
+from notarium_search.channel import Channel
 from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, hits, kept, rrf
 from notarium_search.lexical import search as lexical
 from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.embedding import load_embedder
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
-from notarium_search.types import Channel, ChannelQuery, FeedFilter
+from notarium_search.types import ChannelQuery, FeedFilter
 
 if TYPE_CHECKING:
     from notarium_search.index.space import Space

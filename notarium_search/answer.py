@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from notarium_search.channel import Channel
 from notarium_search.fusion import FETCH_SLACK, Fused, carried, enough_snippets, found_by, merge_snippets, ranking
 from notarium_search.lexical import search as lexical
-from notarium_search.types import Channel, ChannelResult, NoteSummary, SearchHit, Snippet
+from notarium_search.types import ChannelResult, NoteSummary, SearchHit, Snippet
 
 if TYPE_CHECKING:
     from notarium_search.index.space import Space

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from notarium_search import typed_filters
 from notarium_search.answer import answer_snippets, fused_notes, open_url
+from notarium_search.channel import Channel
 from notarium_search.errors import (
     ChannelDisabled,
     ChannelUnavailable,
@@ -39,7 +40,6 @@ from notarium_search.reading import reading
 from notarium_search.settings import Settings, valid_space_name
 from notarium_search.storage.backoff import Backoff
 from notarium_search.types import (
-    Channel,
     ChannelQuery,
     FeedFilter,
     FeedPage,

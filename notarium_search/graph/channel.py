@@ -13,20 +13,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
+from notarium_search.channel import ChannelHooks
 from notarium_search.graph.links import LinkGraph, NoteLinks
 from notarium_search.graph.ranking import explain, rank_neighbours
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
-from notarium_search.types import (
-    ChannelHit,
-    ChannelHooks,
-    ChannelQuery,
-    ChannelResult,
-    ChannelState,
-    ChannelStatus,
-    Snippet,
-)
+from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Snippet
 
 CHANNEL = "graph"
 

@@ -2,7 +2,7 @@
 space when it opens.
 
 Adding a channel is a folder with its class (the `Channel` protocol in
-types.py; `ChannelHooks` gives the lifecycle hooks it has no use for) and one
+channel.py; `ChannelHooks` gives the lifecycle hooks it has no use for) and one
 `register_channel` call with the function that opens it for a space. The
 built-in channels below are registered through the same call, in the order
 answers and /status list them: lexical, semantic, graph. From then on the
@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from notarium_search.channel import Channel
 from notarium_search.graph.channel import GraphChannel
 from notarium_search.lexical.channel import LexicalChannel, PassView
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import Settings
-from notarium_search.types import Channel
 
 
 class Role(StrEnum):

@@ -26,19 +26,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from notarium_search.channel import Channel
 from notarium_search.collector import HEAP
 from notarium_search.index import sharing
 from notarium_search.lexical.channel import generic_status
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.signature import file_signature
-from notarium_search.types import (
-    Channel,
-    ChannelState,
-    ChannelStatus,
-    IndexState,
-    LexicalStatus,
-    SpaceStatus,
-)
+from notarium_search.types import ChannelState, ChannelStatus, IndexState, LexicalStatus, SpaceStatus
 
 if TYPE_CHECKING:
     from notarium_search.index.space import Space

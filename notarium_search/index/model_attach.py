@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from notarium_search.channel import Channel
 from notarium_search.errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.index.writer import Job, Writer
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.faults import StorageFault
-from notarium_search.types import Channel
 
 log = get_logger(__name__)
 

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from notarium_search.channel import Channel
 from notarium_search.index import editor_link
 from notarium_search.index.folder import index_mismatch
 from notarium_search.index.manifest import Manifest
@@ -22,15 +23,7 @@ from notarium_search.lexical.cursor import CursorCodec
 from notarium_search.lexical.integrity import Verdicts
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import Settings, SpaceConfig
-from notarium_search.types import (
-    BUILDING_MESSAGE,
-    Channel,
-    ChannelState,
-    ChannelStatus,
-    FeedFilter,
-    NoteSummary,
-    SpaceStatus,
-)
+from notarium_search.types import BUILDING_MESSAGE, ChannelState, ChannelStatus, FeedFilter, NoteSummary, SpaceStatus
 
 if TYPE_CHECKING:
     from notarium_search.graph.channel import GraphChannel

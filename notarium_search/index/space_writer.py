@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from notarium_search.channel import Channel
 from notarium_search.index import sharing
 from notarium_search.index.indexer import SpaceIndexer
 from notarium_search.index.model_attach import attach_job
@@ -25,7 +26,7 @@ from notarium_search.index.writer_lock import WriterLock
 from notarium_search.lexical.store import IndexLocked
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.faults import IndexFolderMissing
-from notarium_search.types import BuildStep, Channel, IndexProgress, IndexState, SpaceStatus
+from notarium_search.types import BuildStep, IndexProgress, IndexState, SpaceStatus
 
 if TYPE_CHECKING:
     from notarium_search.index.space import Space

@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
+from notarium_search.channel import ChannelHooks
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import RankingConfig
 from notarium_search.types import (
     ChannelHit,
-    ChannelHooks,
     ChannelQuery,
     ChannelResult,
     ChannelState,

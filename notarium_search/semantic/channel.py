@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from notarium_search.channel import ChannelHooks
 from notarium_search.errors import ChannelUnavailable
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.schema import Payload
@@ -34,16 +35,7 @@ from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.semantic.probes import SAMPLE_NOTES, source_words
 from notarium_search.storage.backoff import Backoff
-from notarium_search.types import (
-    ChannelHit,
-    ChannelHooks,
-    ChannelQuery,
-    ChannelResult,
-    ChannelState,
-    ChannelStatus,
-    Echo,
-    Snippet,
-)
+from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Echo, Snippet
 
 SLICE_FRAGMENTS = 64  # embedded between two looks at the writer's queue (~2 s on 2 cores)
 # Notes read, chunked and planned between two looks at the writer's queue when

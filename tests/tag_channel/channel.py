@@ -11,18 +11,11 @@ import threading
 import unicodedata
 from collections import Counter
 
+from notarium_search.channel import ChannelHooks
 from notarium_search.index.channels import ChannelContext, Role
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
-from notarium_search.types import (
-    ChannelHit,
-    ChannelHooks,
-    ChannelQuery,
-    ChannelResult,
-    ChannelState,
-    ChannelStatus,
-    Snippet,
-)
+from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Snippet
 
 NAME = "tags"
 
