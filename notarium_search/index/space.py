@@ -95,9 +95,6 @@ class Space:
         """The channels that take part in answers, in order (lexical first)."""
         return [c for c in self.opened.values() if c is not None and c.enabled]
 
-    def channel(self, name: str) -> Channel | None:
-        return self.opened.get(name)
-
     @property
     def lexical_channel(self) -> LexicalChannel:
         return cast("LexicalChannel", self.opened["lexical"])
