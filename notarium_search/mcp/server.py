@@ -169,9 +169,7 @@ def _space_help(names: list[str]) -> str:
 def _instructions(service: Service) -> str:
     unopened = service.unopened()
     spaces = ", ".join(
-        f"{c.name} ({c.language})"
-        if c.name not in unopened
-        else f"{c.name} (could not open: {unopened[c.name]})"
+        f"{c.name} ({c.language})" if c.name not in unopened else f"{c.name} (could not open: {unopened[c.name]})"
         for c in service.settings.spaces
     )
     return (
