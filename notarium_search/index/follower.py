@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from notarium_search.channel import Channel
 from notarium_search.collector import HEAP
 from notarium_search.index import sharing
 from notarium_search.lexical.channel import generic_status
@@ -67,9 +66,6 @@ class Follower:
         self._reconcile_paths: set[str] | None = set()  # None: every file
         self._asking = threading.Lock()  # request threads ask, the peer thread sends
 
-    def _channels(self) -> list[Channel]:
-        return [c for c in self.space.opened.values() if c is not None]
-
     def refresh(self) -> None:
         """One look at the writer's files; what changed is followed, and what
         it built is then kept out of full garbage collections, as the
@@ -98,7 +94,7 @@ class Follower:
             self._journal_seen = journal_seen
             self._follow_journal(journal)
         statuses = self.published.channels if self.published is not None else {}
-        for channel in self._channels():
+        for channel in self.space.every_channel:
             changed |= channel.follow(statuses.get(channel.name))
         if changed:
             HEAP.after_job()
@@ -107,11 +103,11 @@ class Follower:
         entries = journal.since(self._epoch, self._serial)
         self._epoch, self._serial = journal.epoch, journal.last_serial
         if entries is None or any(entry.everything for entry in entries):
-            for channel in self._channels():
+            for channel in self.space.every_channel:
                 channel.rebuild()
             return
         for entry in entries:
-            for channel in self._channels():
+            for channel in self.space.every_channel:
                 channel.after_lexical(set(entry.changed), set(entry.deleted))
 
     @property
@@ -136,9 +132,8 @@ class Follower:
 
     def attach_embedder(self, embedder: Any) -> None:
         """The model, for its queries: it reads the writer's vectors at its next look."""
-        for channel in self._channels():
-            if "vector" in channel.needs:
-                channel.attach(embedder)
+        for channel in self.space.needing("vector"):
+            channel.attach(embedder)
 
     def request_reindex(self, full: bool = False, paths: Iterable[str] | None = None) -> None:
         """Asked of the writer at the next look (every file, or these)."""

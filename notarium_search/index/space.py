@@ -93,7 +93,18 @@ class Space:
     @property
     def channels(self) -> list[Channel]:
         """The channels that take part in answers, in order (lexical first)."""
-        return [c for c in self.opened.values() if c is not None and c.enabled]
+        return [c for c in self.every_channel if c.enabled]
+
+    @property
+    def every_channel(self) -> list[Channel]:
+        """The channels this space opened, on or off: the writer and the
+        followers keep each in step with the lexical index (the graph's links
+        serve the note endpoint even with GRAPH_BOOST off)."""
+        return [c for c in self.opened.values() if c is not None]
+
+    def needing(self, given: str) -> list[Channel]:
+        """The channels that wait for this query input ("vector": the model's)."""
+        return [c for c in self.every_channel if given in c.needs]
 
     @property
     def lexical_channel(self) -> LexicalChannel:
@@ -135,9 +146,8 @@ class Space:
         self.role.attach_embedder(embedder)
 
     def model_unavailable(self, reason: str) -> None:
-        for channel in self.opened.values():
-            if channel is not None and "vector" in channel.needs:
-                channel.model_unavailable(reason)
+        for channel in self.needing("vector"):
+            channel.model_unavailable(reason)
 
     def request_stop(self) -> None:
         self.role.request_stop()

@@ -15,7 +15,6 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from notarium_search.channel import Channel
 from notarium_search.index import sharing
 from notarium_search.index.indexer import SpaceIndexer
 from notarium_search.index.model_attach import attach_job
@@ -63,7 +62,7 @@ class SpaceWriter:
             settings.watch_debounce_ms,
             settings.reconcile_interval,
         )
-        for channel in self._opened():
+        for channel in self.space.every_channel:
             channel.on_writer(self.writer.put)  # a paused build resumes on the writer thread
         if changes is not None:
             # A writer that died may have committed notes it never journaled (a
@@ -72,9 +71,6 @@ class SpaceWriter:
             changes.record(everything=True)
         if space.mismatch is not None:
             self.request_repair(space.mismatch)  # the first job: answers come from the old index meanwhile
-
-    def _opened(self) -> list[Channel]:
-        return [c for c in self.space.opened.values() if c is not None]
 
     # -- requests ---------------------------------------------------------
 
@@ -122,9 +118,8 @@ class SpaceWriter:
     def attach_embedder(self, embedder: Any) -> None:
         """The model is loaded: each channel that needs it builds or opens its
         files on the writer thread (index/model_attach.py)."""
-        for channel in self._opened():
-            if "vector" in channel.needs:
-                self.writer.put(attach_job(self.writer, self.space.name, channel, embedder))
+        for channel in self.space.needing("vector"):
+            self.writer.put(attach_job(self.writer, self.space.name, channel, embedder))
 
     def request_stop(self) -> None:
         """Ask the watcher and the writer to end, without waiting for them."""
@@ -150,7 +145,7 @@ class SpaceWriter:
         or the CLI and tests, never beside a running writer thread): the
         lexical pass, then the channels and the journal follow what changed."""
         progress = self.passes.reconcile(on_progress, paths)
-        for channel in self._opened():
+        for channel in self.space.every_channel:
             channel.after_lexical(progress.changed_ids, progress.deleted_ids)
         if self.changes is not None:
             self.changes.record(progress.changed_ids, progress.deleted_ids)
@@ -158,7 +153,7 @@ class SpaceWriter:
 
     def _idle_work(self) -> Job | None:
         """A slice of a channel's own work (embedding), for when no job waits."""
-        busy = next((c for c in self._opened() if c.has_work), None)
+        busy = next((c for c in self.space.every_channel if c.has_work), None)
         return busy.work_slice if busy is not None else None
 
     def run_queued_pass(self) -> None:
@@ -226,7 +221,7 @@ class SpaceWriter:
             self._repair_queued.clear()  # a read that meets the damage again asks again
             self._retry_later()
             return
-        for channel in self._opened():
+        for channel in self.space.every_channel:
             channel.rebuild()
         if self.changes is not None:
             self.changes.record(everything=True)
