@@ -59,7 +59,13 @@ ASSETS = {
     "note.js": "text/javascript",
     "status.js": "text/javascript",
     "strings.js": "text/javascript",
+    "keys.js": "text/javascript",
+    "filters.js": "text/javascript",
+    "recent.js": "text/javascript",
+    "preview.js": "text/javascript",
+    "actions.js": "text/javascript",
     "app.css": "text/css",
+    "note.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
 PAGE = "index.html"

@@ -3,7 +3,7 @@
 import { $, failure, prefs, t } from './context.js';
 
 export class HttpError extends Error {
-  constructor(status, message) { super(message); this.status = status; }
+  constructor(status, message, body) { super(message); this.status = status; this.body = body; }
 }
 
 const aborts = {};
@@ -30,7 +30,7 @@ export async function api(path, query = {}, signal = undefined) {
   const response = await fetch(url, { headers, signal });
   if (response.status === 401) askToken(prefs.token ? 'badToken' : 'needToken');
   const body = await response.json().catch(() => null);
-  if (!response.ok) throw new HttpError(response.status, body?.detail ?? response.statusText);
+  if (!response.ok) throw new HttpError(response.status, body?.detail ?? response.statusText, body);
   return body;
 }
 

@@ -1,15 +1,15 @@
 // The Spotlight page of notarium-search: plain DOM, no dependencies, nothing fetched but our own API.
 // This module starts the page and routes between its views; each view is its own module:
-// search.js, feed.js, note.js, status.js (the banner); api.js talks to the API, context.js holds
-// what they share (and the page's safety rule), strings.js the words.
+// search.js (with keys.js, filters.js, recent.js and preview.js), feed.js, note.js, status.js
+// (the banner); actions.js opens and copies; api.js talks to the API, context.js holds what
+// they share (and the page's safety rule), strings.js the words.
 
 import { api, askToken } from './api.js';
 import { $, el, failure, LANG_KEY, params, prefs, SPACE_KEY, state, store, t, timers, TOKEN_KEY } from './context.js';
 import { loadFeed, showFeed } from './feed.js';
 import { loadRelated, renderNote, showNote } from './note.js';
-import {
-  DEBOUNCE_MS, onResultsClick, onSearchKey, runSearch, scheduleSearch, searchFromAddress, select, showResults,
-} from './search.js';
+import { onResultsClick, onResultsPointer, onSearchKey, select } from './keys.js';
+import { DEBOUNCE_MS, hideSuggestions, runSearch, scheduleSearch, searchFromAddress, showResults } from './search.js';
 import { pollStatus, showStatus } from './status.js';
 
 function saveToken(value) {
@@ -27,6 +27,7 @@ function applyLanguage() {
     node.placeholder = t(node.dataset.i18nPlaceholder);
   }
   for (const node of document.querySelectorAll('[data-i18n-title]')) node.title = t(node.dataset.i18nTitle);
+  for (const node of document.querySelectorAll('[data-i18n-label]')) node.setAttribute('aria-label', t(node.dataset.i18nLabel));
   $('lang').textContent = t('other').toUpperCase();
   $('lang').title = t('otherName');
   $('lang').lang = t('other');
@@ -56,14 +57,14 @@ function route() {
   if (view === 'feed' && state.feedStale && state.space) loadFeed();
   if (view === 'search') {
     $('q').focus();
-    select(state.selected);
+    if (state.searchBody) select(state.selected);
   }
 }
 
 function refresh() {
   state.feedStale = true;
   if (!$('feed-view').hidden) loadFeed();
-  if ($('q').value.trim()) runSearch();
+  runSearch();
 }
 
 async function loadSpaces() {
@@ -89,7 +90,7 @@ async function start() {
   }
   state.feedStale = true;
   route();
-  if ($('q').value.trim()) runSearch();
+  runSearch(); // the query of the address, or the empty box's recent notes
   pollStatus();
 }
 
@@ -106,7 +107,17 @@ function onShortcut(event) {
 
 $('q').addEventListener('input', scheduleSearch);
 $('results').addEventListener('click', onResultsClick);
-$('q').addEventListener('keydown', onSearchKey);
+$('q').addEventListener('keydown', (event) => onSearchKey(event, () => {
+  $('q').value = '';
+  clearTimeout(timers.search);
+  runSearch();
+}));
+$('q').addEventListener('blur', () => setTimeout(hideSuggestions, DEBOUNCE_MS));
+$('results').addEventListener('pointermove', onResultsPointer);
+$('sort').addEventListener('change', () => {
+  state.sort = $('sort').value;
+  if ($('q').value.trim()) runSearch();
+});
 $('feed-form').addEventListener('input', () => {
   clearTimeout(timers.feed);
   timers.feed = setTimeout(() => loadFeed(), DEBOUNCE_MS * 2);

@@ -29,7 +29,7 @@ if (params.has('lang')) store.set(LANG_KEY, prefs.lang);
 
 export const state = {
   space: null, searchBody: null, selected: -1, list: '', feedItems: [], feedStale: true, cursor: null,
-  note: null, related: null, anchor: null, status: null, building: false,
+  note: null, related: null, anchor: null, status: null, building: false, sort: 'relevance',
 };
 export const timers = {};
 
@@ -54,6 +54,10 @@ export const spacePath = (rest) => `spaces/${encodeURIComponent(state.space)}/${
 // Ids may contain "/": the routes take them as a path, so only each segment is encoded.
 export const idPath = (id) => id.split('/').map(encodeURIComponent).join('/');
 export const failure = (error) => `${t('error')} ${error.message}`;
+// How a note is linked in Obsidian: its file name without the extension (the shortest form it resolves).
+export const wikiLink = (note) => `[[${note.path.split('/').pop().replace(/\.md$/i, '')}]]`;
+// Where a hit is: its file and line (`path:line`), as the CLI and MCP write it.
+export const whereText = (hit) => (hit.line ? `${hit.path}:${hit.line}` : hit.path);
 
 // The API's `html` is the snippet escaped by Python's html.escape, with bare <mark>…</mark> around the
 // highlights. We split on exactly those two tags and turn every other piece back into plain text (only
@@ -82,6 +86,13 @@ export function metaLine(note) {
   const parts = [];
   if (note.folder) parts.push(el('span', { class: 'folder' }, note.folder));
   for (const tag of note.tags) parts.push(el('span', { class: 'tag' }, `#${tag}`));
-  parts.push(el('time', { datetime: note.updated }, date(note.updated)));
+  parts.push(dateNode(note, 'updated'));
   return el('div', { class: 'meta' }, ...parts);
+}
+
+// A note's date; one the note does not hold (taken from its file) says so.
+export function dateNode(note, which) {
+  const fromFile = note.dates?.[which] === 'file';
+  return el('time', { datetime: note[which], title: fromFile ? t('fileDate') : null, class: fromFile ? 'file-date' : null },
+    date(note[which]) + (fromFile ? ' *' : ''));
 }

@@ -1,43 +1,59 @@
-// The note view: the rendered note, its properties, links, backlinks and related notes.
+// A note as the page shows it, in the note view (#note-…) and in the side preview (#preview-…):
+// its body first (rendered and sanitised by the service, the query's words marked), then its
+// properties, links and backlinks; related notes in the note view.
 
+import { actionButtons } from './actions.js';
 import { latest, reportUnlessAborted } from './api.js';
 import { $, date, el, idPath, noteHref, state, t } from './context.js';
 
 const SHOWN_FIELDS = new Set(['title', 'tags', 'tag', 'aliases', 'alias', 'id', 'created', 'updated']);
 const RELATED_LIMIT = 5;
 
+export const notePath = (space, id) => `spaces/${encodeURIComponent(space)}/notes/${idPath(id)}`;
+
+// The note view (#/note/space/id): opened from a hit, it is marked with the hit's words and opens at its section.
 export function showNote(space, id) {
-  for (const node of ['note-meta', 'note-links', 'note-related']) $(node).replaceChildren();
+  for (const node of ['note-meta', 'note-links', 'note-related', 'note-actions']) $(node).replaceChildren();
   $('note-title').textContent = '…';
   $('note-content').textContent = '';
   $('back').focus();
   state.related = null;
-  latest('note', `spaces/${encodeURIComponent(space)}/notes/${idPath(id)}`, { render: 1 }).then((body) => {
-    state.note = { space, body };
+  const from = state.opened?.id === id ? state.opened : null; // the hit it was opened from
+  latest('note', notePath(space, id), { render: 1, q: from?.q }).then((body) => {
+    state.note = { space, body, openUrl: from?.openUrl ?? body.open_url ?? null };
     renderNote();
     loadRelated();
   }).catch(reportUnlessAborted($('note-title')));
 }
 
 export function renderNote() {
-  const { space, body: { note, aliases, links, backlinks, dangling, html } } = state.note;
-  document.title = `${note.title} — notarium`;
-  $('note-title').textContent = note.title;
+  const { space, body, openUrl } = state.note;
+  document.title = `${body.note.title} — notarium`;
+  renderInto('note', space, body);
+  $('note-actions').replaceChildren(...actionButtons(space, body.note, openUrl, true));
+  showRelated();
+  showSection($('note-content'), state.anchor, window);
+  state.anchor = null;
+}
+
+// Fills #{prefix}-title, -content, -meta and -links with the note.
+export function renderInto(prefix, space, { note, aliases, links, backlinks, dangling, html }) {
+  $(`${prefix}-title`).textContent = note.title;
+  const fromFile = (which) => (note.dates?.[which] === 'file' ? ` — ${t('fileDate')}` : '');
   const rows = [['path', note.path], ['folder', note.folder], ['tags', note.tags.map((tag) => `#${tag}`).join(' ')],
-    ['aliases', aliases.join(', ')], ['created', date(note.created)], ['updated', date(note.updated)],
+    ['aliases', aliases.join(', ')], ['created', date(note.created) + fromFile('created')],
+    ['updated', date(note.updated) + fromFile('updated')],
     // The other frontmatter fields, as properties.
-    ...Object.entries(note.fields).filter(([key]) => !SHOWN_FIELDS.has(key))
+    ...Object.entries(note.fields ?? {}).filter(([key]) => !SHOWN_FIELDS.has(key))
       .map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)])];
-  $('note-meta').replaceChildren(...rows.filter(([, value]) => value)
+  $(`${prefix}-meta`).replaceChildren(...rows.filter(([, value]) => value)
     .flatMap(([key, value]) => [el('dt', {}, t(key) ?? key), el('dd', {}, value)]));
   const linkTo = (linked) => el('a', { href: noteHref(space, linked.id) }, linked.title);
-  $('note-links').replaceChildren(...section('outgoing', links, linkTo), ...section('backlinks', backlinks, linkTo),
+  $(`${prefix}-links`).replaceChildren(...section('outgoing', links, linkTo), ...section('backlinks', backlinks, linkTo),
     ...section('dangling', dangling, (link) => el('span', { class: 'dangling' }, link.target)));
-  showRelated();
   // Rendered and sanitised by the service (api/preview.py: no script, handler
   // or javascript: link survives), and the page's policy runs no inline script.
-  if (html == null) $('note-content').textContent = t('fileGone'); else $('note-content').innerHTML = html;
-  showMatchedSection();
+  if (html == null) $(`${prefix}-content`).textContent = t('fileGone'); else $(`${prefix}-content`).innerHTML = html;
 }
 
 function section(key, items, render) {
@@ -67,14 +83,21 @@ function showRelated() {
     el('a', { href: noteHref(space, related.id), title: related.fragment.text }, related.title)));
 }
 
-// Opened from a hit: its section scrolled into view and marked.
-function showMatchedSection() {
-  const anchor = state.anchor;
-  state.anchor = null;
-  if (!anchor) return;
-  const heading = [...$('note-content').querySelectorAll('h1, h2, h3, h4, h5, h6')]
+// The hit's section (the heading it sits under), marked and scrolled to the top of `scroller`
+// (the window for the note view, the preview pane for the side preview); else the first marked word.
+export function showSection(content, anchor, scroller) {
+  const heading = anchor && [...content.querySelectorAll('h1, h2, h3, h4, h5, h6')]
     .find((node) => node.textContent.trim() === anchor);
-  if (!heading) return;
-  heading.classList.add('matched');
-  heading.scrollIntoView({ block: 'start' });
+  if (heading) heading.classList.add('matched');
+  const target = heading ?? content.querySelector('mark.hit');
+  if (!target) {
+    if (scroller !== window) scroller.scrollTop = 0;
+    return;
+  }
+  if (scroller === window) {
+    target.scrollIntoView({ block: 'start' });
+  } else {
+    const top = target.getBoundingClientRect().top - scroller.getBoundingClientRect().top + scroller.scrollTop;
+    scroller.scrollTop = Math.max(0, top - 8);
+  }
 }

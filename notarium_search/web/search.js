@@ -1,7 +1,11 @@
-// The search view: the box, the hits, the keys, the address that holds the query.
+// The search view: the box, the request, the rows, the address that holds the query.
+// The keys and the selection are in keys.js, the side preview in preview.js.
 
-import { abort, latest, reportUnlessAborted } from './api.js';
-import { $, el, metaLine, noteHref, snippetNodes, spacePath, state, t, timers } from './context.js';
+import { abort, latest } from './api.js';
+import { $, dateNode, el, failure, noteHref, number, snippetNodes, spacePath, state, t, timers, whereText } from './context.js';
+import { filterError, hideSuggestions, showChips, suggestValues, unfinished, withoutToken } from './filters.js';
+import { select } from './keys.js';
+import { hideRecentSearches, recentNotes, showRecentSearches } from './recent.js';
 
 const CHANNELS = [['lexical', 'mots'], ['semantic', 'sens'], ['graph', 'lien']];
 export const DEBOUNCE_MS = 120;
@@ -10,28 +14,48 @@ const SEARCH_LIMIT = 20;
 export function scheduleSearch() {
   clearTimeout(timers.search);
   timers.search = setTimeout(runSearch, DEBOUNCE_MS);
+  suggestValues();
 }
 
-// The same query asked anew (the index finished building, or the typing's
-// debounced search landing after the results were already shown): the note
-// the user had selected stays selected, wherever it now ranks.
+// The same query asked anew (the index moved on, or the typing's debounced search landing after
+// the results were already shown): the note the user had selected stays selected, wherever it now ranks.
 export function runSearch() {
   const q = $('q').value;
-  rememberSearch(q);
+  keepInAddress(q);
   if (!q.trim() || !state.space) {
-    abort('search');
-    showResults(null);
+    showEmpty();
     return;
   }
-  latest('search', spacePath('search'), { q, limit: SEARCH_LIMIT })
-    .then((body) => showResults(body, sameQuery(state.searchBody, body)))
-    .catch(reportUnlessAborted($('search-info')));
+  hideRecentSearches();
+  ask(q).catch((error) => {
+    if (error.name === 'AbortError') return;
+    // A filter still being typed (`after:2024-0`) is not an error yet: asked without it meanwhile.
+    const typing = unfinished(q, $('q').selectionStart);
+    if (error.status === 400 && typing && error.body?.error === 'invalid_filter') {
+      ask(withoutToken(q, typing.token)).catch((again) => { if (again.name !== 'AbortError') showFailure(again); });
+      return;
+    }
+    showFailure(error);
+  });
+}
+
+function ask(q) {
+  return latest('search', spacePath('search'), { q, limit: SEARCH_LIMIT, sort: state.sort })
+    .then((body) => showResults({ ...body, asked: q }, sameQuery(state.searchBody, body)));
+}
+
+function showFailure(error) {
+  state.searchBody = null;
+  $('results').replaceChildren();
+  showChips([], runSearch); // the chips of the query before would be stale
+  select(-1);
+  $('search-info').textContent = filterError(error) ?? failure(error);
 }
 
 // The search lives in the address (/?space=…&q=…): it can be bookmarked and
 // shared, and back and forward return to it. Typing replaces the entry;
 // opening a note (a new hash) pushes one.
-function rememberSearch(q) {
+function keepInAddress(q) {
   const url = new URL(location.href);
   if (q.trim()) url.searchParams.set('q', q); else url.searchParams.delete('q');
   if (state.space) url.searchParams.set('space', state.space);
@@ -50,46 +74,78 @@ function sameQuery(before, after) {
   return Boolean(before && after) && before.query === after.query;
 }
 
-function showChips(filters) {
-  const chips = (filters ?? []).map((f) =>
-    el('li', { class: 'chip' }, `${f.name}:${f.value.includes(' ') ? `"${f.value}"` : f.value}`));
-  $('search-filters').replaceChildren(...(chips.length ? [el('li', { class: 'chips-label' }, t('filtersLabel')), ...chips] : []));
+// The empty box: the last searches and the space's recent notes, as rows to choose from.
+function showEmpty() {
+  abort('search');
+  hideSuggestions();
+  showChips([], runSearch);
+  $('search-info').textContent = '';
+  if (!state.space) return;
+  showRecentSearches((q) => { $('q').value = q; runSearch(); });
+  recentNotes().then((notes) => {
+    if ($('q').value.trim()) return;
+    showRows({ query: '', results: notes.map((note) => ({ ...note, snippets: [], channels: {} })) }, false, 'recentNotes');
+  }).catch(() => { /* no recent notes to show: the box still works */ });
 }
 
 export function showResults(body, keepSelection = false) {
-  const selectedId = state.searchBody?.results?.[state.selected]?.id;
-  state.searchBody = body;
-  const results = body?.results ?? [];
-  $('results').replaceChildren(...results.map(hitItem));
-  $('q').setAttribute('aria-expanded', String(results.length > 0));
-  select(keepSelection ? results.findIndex((hit) => hit.id === selectedId) : -1);
-  showChips(body?.filters);
   if (!body) {
-    $('search-info').textContent = '';
+    showEmpty();
     return;
   }
+  showRows(body, keepSelection, null);
+  showChips(body.filters, runSearch);
+  $('search-info').textContent = infoLine(body);
+}
+
+function showRows(body, keepSelection, label) {
+  const selectedId = state.searchBody?.results?.[state.selected]?.id;
+  state.searchBody = body;
+  const results = body.results ?? [];
+  $('results').replaceChildren(...results.map(hitRow));
+  $('list-label').hidden = !label || !results.length;
+  if (label) $('list-label').textContent = t(label);
+  $('q').setAttribute('aria-expanded', String(results.length > 0));
+  const kept = keepSelection ? results.findIndex((hit) => hit.id === selectedId) : -1;
+  select(kept >= 0 ? kept : results.length ? 0 : -1); // the first hit is what Enter opens: shown as chosen
+}
+
+function infoLine(body) {
+  const results = body.results;
+  const progress = indexing();
+  if (!results.length && body.partial) return t('partialNothing', body.query.trim(), ...progress);
   if (!results.length) {
     // Nothing found is an answer: said plainly, with what to try (issue 14).
     const parts = [t('nothing', body.query.trim())];
     if (body.caveats?.semantic?.includes('relevance floor')) parts.push(t('noMeaning')); // not a partial index's caveat
-    $('search-info').textContent = parts.join(' ');
-    return;
+    return parts.join(' ');
   }
   const parts = [t('results', results.length)];
   if (body.unmatched_terms.length) parts.push(`${t('unmatched')} ${body.unmatched_terms.join(', ')}`);
-  if (body.partial) parts.push(t('partial'));
-  $('search-info').textContent = parts.join(' · ');
+  if (body.partial) parts.push(progress[1] ? t('partialCount', ...progress) : t('partial'));
+  return parts.join(' · ');
 }
 
-function hitItem(hit, index) {
-  const link = el('a', { class: 'hit', href: noteHref(state.space, hit.id), tabindex: '-1', 'data-anchor': hit.anchor },
-    el('div', { class: 'hit-head' }, el('span', { class: 'hit-title' }, hit.title), ...badges(hit)));
-  if (hit.reason) link.append(el('div', { class: 'reason' }, t('reason', hit.reason)));
-  for (const snippet of hit.snippets) link.append(el('div', { class: 'snippet' }, ...snippetNodes(snippet.html)));
-  link.append(metaLine(hit));
-  const item = el('li', { id: `hit-${index}`, role: 'option', 'aria-selected': 'false' }, link);
-  if (hit.open_url) item.append(el('a', { class: 'open-editor', href: hit.open_url, tabindex: '-1' }, t('openEditor')));
-  return item;
+// How far the searched space's notes are indexed, from the last status: [done, total] as text.
+function indexing() {
+  const lexical = state.status?.spaces.find((s) => s.space === state.space)?.lexical;
+  return lexical?.total ? [number(lexical.indexed), number(lexical.total)] : ['', ''];
+}
+
+// One row: the title, the section it matched in, the channels; then one line of snippet and path:line.
+function hitRow(hit, index) {
+  const snippet = hit.snippets[0];
+  const section = (hit.heading ?? snippet?.heading ?? []).join(' › ');
+  const head = el('span', { class: 'row-head' }, el('span', { class: 'hit-title' }, hit.title));
+  if (section) head.append(el('span', { class: 'hit-section' }, section));
+  head.append(...badges(hit), dateNode(hit, state.sort === 'created' ? 'created' : 'updated'));
+  const line = el('span', { class: 'row-line' });
+  if (snippet) line.append(el('span', { class: 'snippet' }, ...snippetNodes(snippet.html)));
+  else if (hit.reason) line.append(el('span', { class: 'snippet reason' }, t('reason', hit.reason)));
+  else if (hit.excerpt) line.append(el('span', { class: 'snippet' }, ...snippetNodes(hit.excerpt.html)));
+  line.append(el('span', { class: 'hit-where' }, whereText(hit)));
+  const link = el('a', { class: 'hit', href: noteHref(state.space, hit.id), tabindex: '-1' }, head, line);
+  return el('li', { id: `hit-${index}`, role: 'option', 'aria-selected': 'false' }, link);
 }
 
 function badges(hit) {
@@ -98,41 +154,10 @@ function badges(hit) {
       t(name)));
 }
 
-export function select(index) {
-  state.selected = index;
-  for (const [i, item] of [...$('results').children].entries()) item.setAttribute('aria-selected', String(i === index));
-  const chosen = $(`hit-${index}`);
-  if (chosen) {
-    $('q').setAttribute('aria-activedescendant', chosen.id);
-    chosen.scrollIntoView({ block: 'nearest' });
-  } else {
-    $('q').removeAttribute('aria-activedescendant');
-  }
-}
+// Asked again while the index is being built: each step of the space's indexing may bring notes.
+document.addEventListener('notarium:progress', (event) => {
+  if (event.detail?.space !== state.space || !state.searchBody?.partial || !$('q').value.trim()) return;
+  runSearch();
+});
 
-export function onSearchKey(event) {
-  const count = $('results').children.length;
-  if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
-    event.preventDefault();
-    if (count) select(Math.min(Math.max(state.selected + (event.key === 'ArrowDown' ? 1 : -1), 0), count - 1));
-  } else if (event.key === 'Enter') {
-    event.preventDefault();
-    const chosen = $(`hit-${Math.max(state.selected, 0)}`);
-    if (!chosen) return;
-    // In the editor when the space has an open_url (docs/configuration.md), else the note view.
-    const editor = chosen.querySelector('a.open-editor');
-    const link = chosen.querySelector('a.hit');
-    state.anchor = link.dataset.anchor ?? null;
-    if (editor) location.href = editor.href; else location.hash = link.getAttribute('href');
-  } else if (event.key === 'Escape') {
-    event.preventDefault();
-    $('q').value = '';
-    clearTimeout(timers.search);
-    runSearch();
-  }
-}
-
-// Which section of the note a click on a hit opens at.
-export function onResultsClick(event) {
-  state.anchor = event.target.closest('a.hit')?.dataset.anchor ?? null;
-}
+export { hideSuggestions };

@@ -1,5 +1,6 @@
 // The status banner: "Building search index…" with progress, polled while the page is open.
-// Each answer raises `notarium:status`; the end of a build also `notarium:indexed`, for the views to ask again.
+// Each answer raises `notarium:status`; a change in a space's indexing `notarium:progress` (its name in
+// `detail.space`: a partial answer is asked again); the end of a build `notarium:indexed`, for the views to ask again.
 
 import { api } from './api.js';
 import { $, number, state, t, timers } from './context.js';
@@ -30,13 +31,28 @@ export function showStatus(status) {
   if (total) $('banner-progress').value = done / total; else $('banner-progress').removeAttribute('value');
   // A space that cannot open or whose indexing stopped (a folder the service may not read…): its
   // reason, as /status gives it, until it is fixed; the other spaces serve meanwhile.
-  const problems = status.spaces.filter((space) => space.lexical.error);
+  const problems = status.spaces.filter((space) => space.lexical.error)
+    .map((space) => t('problem', space.space, space.lexical.error));
+  // Folders of the spaces root that are not served, and why (not a valid space name, unreadable…).
+  problems.push(...(status.ignored ?? []).map((folder) => t('ignored', folder.folder, folder.why)));
   $('problems').hidden = !problems.length;
-  $('problems').textContent = problems.map((space) => t('problem', space.space, space.lexical.error)).join(' · ');
+  $('problems').textContent = problems.join(' · ');
   document.dispatchEvent(new Event('notarium:status'));
+  for (const space of status.spaces) {
+    const seen = progressKey(space);
+    if (seen !== lastSeen.get(space.space)) {
+      lastSeen.set(space.space, seen);
+      document.dispatchEvent(new CustomEvent('notarium:progress', { detail: { space: space.space } }));
+    }
+  }
   // What was shown while building may have been partial.
   if (wasBuilding && !state.building) document.dispatchEvent(new Event('notarium:indexed'));
 }
+
+// What a search's answer depends on: how many notes are indexed, and each channel's state.
+const lastSeen = new Map();
+const progressKey = (space) => JSON.stringify([space.lexical.indexed, space.lexical.state,
+  ...Object.entries(space.channels ?? {}).map(([name, channel]) => [name, channel.state, channel.embedded ?? null])]);
 
 function spaceProgress({ space, lexical, semantic }) {
   const counted = (done, total, unit) => ({
