@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from notarium_search.settings import Settings
 from notarium_search.types import (
     FeedPage,
     NoteDetail,
@@ -187,11 +188,43 @@ class SpaceOut:
 
 
 @dataclass(frozen=True, slots=True)
+class RootOut:
+    """How spaces_root was read: one space (a vault) or a folder of spaces."""
+
+    path: str
+    served_as: str  # "one_space" or "sub_folders"
+    space: str | None  # the one space, with "one_space"
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredFolderOut:
+    """An entry of spaces_root in no space, and why."""
+
+    path: str
+    reason: str
+    suggested_name: str | None  # a valid space name to declare it under
+
+
+@dataclass(frozen=True, slots=True)
 class StatusBody:
     message: str | None  # "Building search index…" while any space builds
     vector_search: bool
     graph_boost: bool
     spaces: list[SpaceStatus]
+    root: RootOut | None  # null without spaces_root
+    ignored_folders: list[IgnoredFolderOut]
+
+
+def root_out(settings: Settings) -> RootOut | None:
+    reading = settings.root_reading
+    if reading is None:
+        return None
+    return RootOut(str(reading.path), reading.served_as, reading.space, reading.reason)
+
+
+def ignored_out(settings: Settings) -> list[IgnoredFolderOut]:
+    return [IgnoredFolderOut(str(f.path), f.reason, f.suggested_name) for f in settings.ignored_folders]
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,13 +85,15 @@ def test_an_empty_path_setting_is_unset(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_folders_that_are_not_spaces_are_listed_and_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture):
     """Obsidian vaults are often capitalised: ignored, never silently."""
-    root = make_root(tmp_path, "carnet", "notes", "Zettelkasten", "Mes Notes (2024)", "Notes", "日記", ".obsidian")
-    (root / "README.md").write_text("pas un dossier")
+    # A folder of vaults: no note directly in it and no .obsidian/ (either makes
+    # it one vault: tests/test_vault_root.py).
+    root = make_root(tmp_path, "carnet", "notes", "Zettelkasten", "Mes Notes (2024)", "Notes", "日記", ".git")
+    (root / "README.txt").write_text("pas un dossier")
     env = {"NOTARIUM_SPACES_ROOT": str(root), "NOTARIUM_INDEX_DIR": str(tmp_path / "idx")}
     settings = load_settings(env=env)
     assert [s.name for s in settings.spaces] == ["carnet", "notes"]
     ignored = {f.path.name: f for f in settings.ignored_folders}
-    assert set(ignored) == {"Zettelkasten", "Mes Notes (2024)", "Notes", "日記"}  # not .obsidian, not a file
+    assert set(ignored) == {"Zettelkasten", "Mes Notes (2024)", "Notes", "日記"}  # not .git, not a file
     suggested = {name: f.suggested_name for name, f in ignored.items()}
     assert suggested == {
         "Zettelkasten": "zettelkasten",

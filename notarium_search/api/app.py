@@ -43,9 +43,11 @@ from notarium_search.bodies import (
     SpaceOut,
     StatusBody,
     feed_body,
+    ignored_out,
     note_body,
     note_record_out,
     related_note,
+    root_out,
     search_body,
 )
 from notarium_search.errors import InvalidParameter, NotariumError
@@ -106,7 +108,9 @@ class ServiceRoutes(Controller):
         spaces = service.status()
         building = any(s.message for s in spaces)
         settings = service.settings
-        return StatusBody(BUILDING_MESSAGE if building else None, settings.vector_search, settings.graph_boost, spaces)
+        message = BUILDING_MESSAGE if building else None
+        root, ignored = root_out(settings), ignored_out(settings)
+        return StatusBody(message, settings.vector_search, settings.graph_boost, spaces, root, ignored)
 
     @get("/spaces", sync_to_thread=True, responses=errors.RESPONSES)
     def list_spaces(self, service: ServiceDependency) -> list[SpaceOut]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -10,6 +11,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from notarium_search.bodies import root_out
 from notarium_search.cli import EXIT_SETUP, unknown_space
 from notarium_search.logsetup import configure_logging
 from notarium_search.settings import Settings, SpaceConfig, log_ignored_folders
@@ -103,10 +105,12 @@ def status_command(settings: Settings, args: argparse.Namespace) -> int:
     ignored = [
         {"path": str(f.path), "reason": f.reason, "suggested_name": f.suggested_name} for f in settings.ignored_folders
     ]
+    root = root_out(settings)
     report = {
         "vector_search": settings.vector_search,
         "graph_boost": settings.graph_boost,
         "spaces_root": str(settings.spaces_root) if settings.spaces_root is not None else None,
+        "root": dataclasses.asdict(root) if root is not None else None,  # as /status says it
         "spaces": rows,
         "ignored_folders": ignored,
     }
@@ -118,6 +122,8 @@ def status_command(settings: Settings, args: argparse.Namespace) -> int:
         f"vector search (VECTOR_SEARCH): {flags[settings.vector_search]}, "
         f"graph boost (GRAPH_BOOST): {flags[settings.graph_boost]}"
     )
+    if settings.root_reading is not None:
+        print(f"spaces root {settings.root_reading.path}: {settings.root_reading.reason}")
     if not settings.spaces:
         print(NO_SPACE)
     for row in rows:
@@ -137,7 +143,8 @@ def status_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 NO_SPACE = (
-    "no space is configured: point NOTARIUM_SPACES_ROOT at a folder of notes (each sub-folder is a space),"
+    "no space is configured: point NOTARIUM_SPACES_ROOT at a vault (one space) or a folder of vaults (each"
+    " sub-folder a space),"
     " or add a [spaces.NAME] table with its path to a configuration file (--config FILE); docs/configuration.md"
 )
 

@@ -103,7 +103,6 @@ def mcp_command(settings: Settings, _: argparse.Namespace) -> int:
 
     # stdout carries the protocol alone: logs go to stderr, which MCP clients show or keep.
     configure_logging(settings.log_level, sys.stderr)
-    log_ignored_folders(settings)
     raise_descriptor_limit()  # it holds the indexes as `serve` does
     if not index_folders_writable(settings, settings.spaces):  # it writes them as `serve` does
         return EXIT_SETUP
@@ -115,6 +114,7 @@ def mcp_command(settings: Settings, _: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    log_ignored_folders(settings)  # once it can run, as `serve`: a refusal stays one line
     try:
         run_stdio(settings)
     except KeyboardInterrupt:

@@ -46,6 +46,7 @@ from notarium_search.settings.declared import (
     RankingConfig,
     ReadWith,
     Required,
+    RootReading,
     Settings,
     SpaceConfig,
     valid_space_name,
@@ -76,6 +77,7 @@ __all__ = [
     "RankingConfig",
     "ReadWith",
     "Required",
+    "RootReading",
     "Settings",
     "SpaceConfig",
     "env_names",
@@ -282,13 +284,23 @@ def load_settings(
         fusion=_numbers_table("fusion", FusionConfig, raw.get("fusion", {}), source),
         model=dict(model),
     )
-    spaces, ignored = read_spaces(settings, raw, base_dir)
-    return replace(settings, spaces=spaces, ignored_folders=ignored)
+    spaces, ignored, reading = read_spaces(settings, raw, base_dir)
+    return replace(settings, spaces=spaces, ignored_folders=ignored, root_reading=reading)
 
 
 def log_ignored_folders(settings: Settings) -> None:
-    """One warning per sub-folder of spaces_root that is not a space (called
-    once logging is set up: settings are read before it)."""
+    """How spaces_root was read (one space or its sub-folders), then one
+    warning per entry of it that is in no space (called once logging is set
+    up: settings are read before it)."""
+    reading = settings.root_reading
+    if reading is not None:
+        log.info(
+            "spaces_root_read",
+            path=str(reading.path),
+            served_as=reading.served_as,
+            space=reading.space,
+            reason=reading.reason,
+        )
     for folder in settings.ignored_folders:
         log.warning(
             "space_folder_ignored",

@@ -253,12 +253,27 @@ class SpaceConfig:
 
 @dataclass(frozen=True, slots=True)
 class IgnoredFolder:
-    """A sub-folder of `spaces_root` that is not a space, and why."""
+    """A sub-folder of `spaces_root` that is not a space, and why (or the
+    root itself, when notes directly in it belong to no space)."""
 
     path: Path
     reason: str
     suggested_name: str | None
     """A valid space name made from the folder's name (None: none could be)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RootReading:
+    """How `spaces_root` was read (settings/root.py), and why in a sentence:
+    as the one space `space` (a vault), or (None) a folder of spaces."""
+
+    path: Path
+    space: str | None
+    reason: str
+
+    @property
+    def served_as(self) -> str:
+        return "sub_folders" if self.space is None else "one_space"
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,11 +285,14 @@ class Settings:
     docs/configuration.md against them."""
 
     spaces: tuple[SpaceConfig, ...] = ()
-    """Configured spaces: sub-folders of `spaces_root` plus `[spaces.NAME]`
-    tables of the config file."""
+    """Configured spaces: `vault`, `spaces_root` (one space or its
+    sub-folders) plus `[spaces.NAME]` tables of the config file."""
     spaces_root: Annotated[Path | None, Env("NOTARIUM_SPACES_ROOT")] = None
-    """Each sub-folder whose name is a valid space name
-    is a space."""
+    """A folder of spaces, each sub-folder whose name is a valid space name;
+    or, when it holds notes directly or `.obsidian/` (a vault), one space."""
+    vault: Annotated[Path | None, Env("NOTARIUM_VAULT")] = None
+    """One folder served as one space, whatever it holds (its sub-folders
+    included), named after the folder."""
     index_dir: Annotated[Path, Env("NOTARIUM_INDEX_DIR")] = Path(".notarium-index")
     """Where indexes live, one sub-folder per space.
     Never inside a notes folder."""
@@ -402,9 +420,11 @@ class Settings:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     """[fusion] table of the config file."""
     ignored_folders: tuple[IgnoredFolder, ...] = ()
-    """Not a setting: the sub-folders of `spaces_root` whose names are not
-    valid space names (e.g. `Zettelkasten`), found while loading; logged at
-    start and listed by `notarium-search status`."""
+    """Not a setting: what of `spaces_root` is in no space, and why (a name
+    that is no valid space name, e.g. `Zettelkasten`, an entry that cannot be
+    looked at); logged at start, in `notarium-search status` and /status."""
+    root_reading: RootReading | None = None
+    """Not a setting: how `spaces_root` was read; logged at start, in /status."""
 
     def space_config(self, name: str) -> SpaceConfig | None:
         return next((s for s in self.spaces if s.name == name), None)

@@ -1,12 +1,11 @@
-"""The spaces: the sub-folders of `spaces_root` and the `[spaces.NAME]` tables
-(paths, languages, include/exclude patterns, collections), checked apart from
-the index folder."""
+"""The spaces: `vault`, `spaces_root` (one space or its sub-folders:
+settings/root.py) and the `[spaces.NAME]` tables (paths, languages,
+include/exclude patterns, collections), checked apart from the index folder."""
 
 from __future__ import annotations
 
 import re
 import string
-import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,20 @@ from notarium_search.settings.declared import (
     SPACE_NAME_PATTERN,
     CollectionConfig,
     IgnoredFolder,
+    RootReading,
     Settings,
     SpaceConfig,
     valid_space_name,
 )
 from notarium_search.settings.readers import ConfigError, empty_path, read_path, text_list
+from notarium_search.settings.root import (
+    claiming_tables,
+    list_root,
+    name_from,
+    notes_in_no_space,
+    read_root,
+    whole_folder_name,
+)
 
 # `include` not set: every file a registered note format reads. This layer
 # cannot know the formats (they are notes/'s, above it): notes/scan resolves
@@ -48,40 +56,86 @@ def _patterns(key: str, value: Any, default: tuple[str, ...]) -> tuple[str, ...]
 
 def read_spaces(
     settings: Settings, raw: Mapping[str, Any], base_dir: Path
-) -> tuple[tuple[SpaceConfig, ...], tuple[IgnoredFolder, ...]]:
+) -> tuple[tuple[SpaceConfig, ...], tuple[IgnoredFolder, ...], RootReading | None]:
+    """The spaces: `vault` (one space), `spaces_root` (one space when it is a
+    vault, else its sub-folders: settings/root.py), then the `[spaces.NAME]`
+    tables, which win. Also what of the root is in no space, and how the root
+    was read."""
     include = _patterns("include", raw.get("include"), REGISTERED_FORMATS)
     exclude = _patterns("exclude", raw.get("exclude"), DEFAULT_EXCLUDE)
-    found: dict[str, SpaceConfig] = {}
-    misnamed: list[Path] = []
-    default_open_url = _open_url("open_url (NOTARIUM_OPEN_URL)", settings.open_url)
-    root = settings.spaces_root
-    if root is not None:
-        if not root.is_dir():
-            raise ConfigError(f"spaces_root {root} is not a directory")
-        for child in sorted(root.iterdir()):
-            if not child.is_dir() or child.name.startswith("."):
-                continue  # files, and tool state (.obsidian, .git, .trash): never spaces, nothing to say
-            if valid_space_name(child.name):
-                found[child.name] = SpaceConfig(
-                    child.name, child, settings.language, include, exclude, open_url=default_open_url
-                )
-            else:
-                misnamed.append(child)
     tables = raw.get("spaces", {})
     if not isinstance(tables, dict):
         raise ConfigError("[spaces] must be a table of [spaces.NAME] tables")
+    found: dict[str, SpaceConfig] = {}
+    whole: dict[str, str] = {}  # name → what made a whole folder that space (for collisions)
+    misnamed: list[Path] = []
+    ignored: list[IgnoredFolder] = []
+    reading = None
+    default_open_url = _open_url("open_url (NOTARIUM_OPEN_URL)", settings.open_url)
+
+    def add(name: str, path: Path, what: str | None) -> None:
+        if name in found:
+            raise ConfigError(
+                f"{found[name].path} and {path} would both be space {name}: declare one of them as"
+                f' [spaces.OTHER] with path = "{path}"'
+            )
+        found[name] = SpaceConfig(name, path, settings.language, include, exclude, open_url=default_open_url)
+        if what is not None:
+            whole[name] = what
+
+    if settings.vault is not None:
+        add(whole_folder_name(settings.vault), settings.vault, "vault (NOTARIUM_VAULT)")
+    root = settings.spaces_root
+    if root is not None and settings.vault is not None and _same(root, settings.vault):
+        name = whole_folder_name(root)
+        reading = RootReading(root, name, f"vault (NOTARIUM_VAULT) names this folder: served as one space, {name}")
+    elif root is not None:
+        listing = list_root(root)
+        claims = claiming_tables(root, listing, tables, base_dir)
+        reading = read_root(root, listing, claims)
+        if reading.space is not None:
+            add(reading.space, root, "spaces_root (NOTARIUM_SPACES_ROOT), a vault")
+        else:
+            for child in listing.folders:
+                if valid_space_name(child.name):
+                    add(child.name, child, None)
+                else:
+                    misnamed.append(child)
+            ignored.extend(listing.unreachable)
+            if listing.notes and claims:
+                ignored.append(notes_in_no_space(root, listing, claims))
     for name, table in tables.items():
-        found[name] = _space_table(name, table, found.get(name), settings, base_dir, include, exclude)
+        config = _space_table(name, table, found.get(name), settings, base_dir, include, exclude)
+        if name in whole and not _same(config.path, found[name].path):
+            raise ConfigError(
+                f"[spaces.{name}] path {config.path} and {found[name].path}, from {whole[name]}, would both be"
+                f" space {name}: give the table another name"
+            )
+        found[name] = config
     for config in found.values():
         _check_space(config)
-    _check_indexes_apart(tuple(found.values()), settings.index_dir)
+    try:
+        _check_indexes_apart(tuple(found.values()), settings.index_dir)
+    except ConfigError as exc:
+        if reading is None or reading.space is None:
+            raise
+        raise ConfigError(f"{exc} (spaces_root {root} is one space: {reading.reason})") from None
     declared = {config.path.resolve() for config in found.values()}
+    if root is not None and root.resolve() in declared:  # a table serves the notes directly in it
+        ignored = [entry for entry in ignored if entry.path != root]
     taken = set(found)
-    ignored = []
     for folder in misnamed:
         if folder.resolve() not in declared:  # a [spaces.NAME] table may give it a valid name
             ignored.append(_ignored(folder, taken))
-    return tuple(found[name] for name in sorted(found)), tuple(ignored)
+    return tuple(found[name] for name in sorted(found)), tuple(sorted(ignored, key=_by_path)), reading
+
+
+def _same(one: Path, other: Path) -> bool:
+    return one.resolve() == other.resolve()
+
+
+def _by_path(entry: IgnoredFolder) -> str:
+    return str(entry.path)
 
 
 def _ignored(folder: Path, taken: set[str]) -> IgnoredFolder:
@@ -90,8 +144,7 @@ def _ignored(folder: Path, taken: set[str]) -> IgnoredFolder:
     map to one name, and a space's name is in its URLs and index folder, so
     it should be chosen, not guessed behind the user's back."""
     why = f"{folder.name!r} is not a valid space name ({SPACE_NAME_PATTERN})"
-    ascii_name = unicodedata.normalize("NFKD", folder.name).encode("ascii", "ignore").decode().lower()
-    base = re.sub(r"[^a-z0-9_-]+", "-", ascii_name).strip("-_")
+    base = name_from(folder.name)
     if not valid_space_name(base):
         return IgnoredFolder(folder, f'{why}: declare it as [spaces.NAME] with path = "{folder}"', None)
     name, n = base, 2
