@@ -74,11 +74,11 @@ function open(hit, other) {
   openNote(state.space, hit, other);
 }
 
-// A click on a row opens the note view (the row's link); the pointer over a row selects it.
+// A click on a row opens it as Enter does (Ctrl/⌘+click the other way); the pointer over a row selects it.
 export function onResultsClick(event) {
   const row = event.target.closest('li[role="option"]');
   const hit = row && state.searchBody?.results?.[Number(row.id.slice('hit-'.length))];
-  if (hit) opening(hit);
+  if (hit) open(hit, event.ctrlKey || event.metaKey);
 }
 
 export function onResultsPointer(event) {

@@ -2,7 +2,7 @@
 // The keys and the selection are in keys.js, the side preview in preview.js.
 
 import { abort, latest } from './api.js';
-import { $, dateNode, el, failure, noteHref, number, snippetNodes, spacePath, state, t, timers, whereText } from './context.js';
+import { $, dateNode, el, failure, number, snippetNodes, spacePath, state, t, timers, whereText } from './context.js';
 import { filterError, hideSuggestions, showChips, suggestValues, unfinished, withoutToken } from './filters.js';
 import { select } from './keys.js';
 import { hideRecentSearches, recentNotes, showRecentSearches } from './recent.js';
@@ -144,8 +144,8 @@ function hitRow(hit, index) {
   else if (hit.reason) line.append(el('span', { class: 'snippet reason' }, t('reason', hit.reason)));
   else if (hit.excerpt) line.append(el('span', { class: 'snippet' }, ...snippetNodes(hit.excerpt.html)));
   line.append(el('span', { class: 'hit-where' }, whereText(hit)));
-  const link = el('a', { class: 'hit', href: noteHref(state.space, hit.id), tabindex: '-1' }, head, line);
-  return el('li', { id: `hit-${index}`, role: 'option', 'aria-selected': 'false' }, link);
+  // No link inside: an option's content is not interactive (WAI-ARIA); a click opens it as Enter does (keys.js).
+  return el('li', { id: `hit-${index}`, role: 'option', 'aria-selected': 'false' }, el('div', { class: 'hit' }, head, line));
 }
 
 function badges(hit) {

@@ -34,7 +34,7 @@ export function showStatus(status) {
   const problems = status.spaces.filter((space) => space.lexical.error)
     .map((space) => t('problem', space.space, space.lexical.error));
   // Folders of the spaces root that are not served, and why (not a valid space name, unreadable…).
-  problems.push(...(status.ignored ?? []).map((folder) => t('ignored', folder.folder, folder.why)));
+  problems.push(...(status.ignored_folders ?? []).map((folder) => t('ignored', folder.path, folder.reason)));
   $('problems').hidden = !problems.length;
   $('problems').textContent = problems.join(' · ');
   document.dispatchEvent(new Event('notarium:status'));

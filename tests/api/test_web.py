@@ -603,7 +603,7 @@ def test_a_search_lives_in_the_address_and_comes_back(browser: Browser, server: 
         expect(page.locator("#q")).to_have_value("interop")
         expect(page.locator("#results li").first).to_be_visible()
         assert titles(page) == first
-        page.locator("#results li a").first.click()
+        page.locator("#results li").first.click()
         expect(page.locator("#note-view")).to_be_visible()
         page.go_back()
         expect(page.locator("#search-view")).to_be_visible()
