@@ -50,6 +50,7 @@ from notarium_search.types import (
     SearchHit,
     SearchResponse,
     SpaceStatus,
+    TextRange,
 )
 
 if TYPE_CHECKING:
@@ -411,6 +412,14 @@ class Service:
         graph = self.space(name).graph
         graph.ensure_built()  # as note() does: read once, kept in step by the writer
         return graph.graph.resolve("", target)
+
+    @guarded
+    def highlights(self, name: str, query: str, text: str, limit: int, max_words: int) -> tuple[TextRange, ...]:
+        """Where a query's words occur in `text` (a note's rendered text, for the
+        page's preview), found as search and its snippets find them: the
+        space's analyzer, typed filters (`tag:x`…) left out. Bounded as
+        `lexical.highlights` says."""
+        return lexical.highlights(self.space(name).lexical, typed_filters.parse(query).text, text, limit, max_words)
 
     @guarded
     def activations(self, name: str, filters: FeedFilter, since: datetime | None, limit: int) -> list[NoteRecord]:

@@ -229,6 +229,13 @@ class ServiceRoutes(Controller):
         note_path: Annotated[str, PathParameter(description="note id (may contain /), optionally then /related")],
         content: Annotated[bool, Parameter(description="Include the note's Markdown")] = False,
         render: Annotated[bool, Parameter(description="Include the note's body as sanitised HTML")] = False,
+        q: Annotated[
+            str,
+            Parameter(
+                description='With render: the query whose words are marked (<mark class="hit">) in the HTML',
+                max_length=params.MAX_QUERY_CHARS,
+            ),
+        ] = "",
         limit: Limit = 10,
         min_days_apart: DaysApart = 0.0,
         collection: Collections = None,
@@ -245,7 +252,9 @@ class ServiceRoutes(Controller):
         body = note_body(detail)
         if render and detail.body is not None:
             targets = {link.target: link.note.id for link in detail.links if link.note is not None}
-            body = replace(body, html=preview.render(detail.body, preview.resolver(targets), space))
+            hits = preview.MAX_PREVIEW_HITS, preview.MAX_PREVIEW_HIT_WORDS
+            highlight = (lambda text: service.highlights(space, q, text, *hits)) if q.strip() else None
+            body = replace(body, html=preview.render(detail.body, preview.resolver(targets), space, highlight))
         if render and not content:
             body = replace(body, content=None)
         return body

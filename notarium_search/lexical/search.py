@@ -21,10 +21,19 @@ from notarium_search.lexical.schema import (
     index_date,
     meta_term,
 )
-from notarium_search.lexical.snippets import MAX_SNIPPETS, HighlightTerms, located, make_snippets
+from notarium_search.lexical.snippets import MAX_SNIPPETS, HighlightTerms, find_matches, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import RankingConfig
-from notarium_search.types import ChannelHit, ChannelResult, FeedFilter, FeedPage, KnownName, NoteSummary, Snippet
+from notarium_search.types import (
+    ChannelHit,
+    ChannelResult,
+    FeedFilter,
+    FeedPage,
+    KnownName,
+    NoteSummary,
+    Snippet,
+    TextRange,
+)
 
 CHANNEL = "lexical"
 # Notes whose name starts with the typed text put before the others: a page
@@ -112,6 +121,20 @@ def _named(
         return note.id, note.path, note.title, note.aliases
 
     return known.find(searcher, index.schema, wanted, count, within, head)
+
+
+def highlights(index: LexicalIndex, query: str, text: str, limit: int, max_words: int) -> tuple[TextRange, ...]:
+    """Where the query's words occur in `text` as search matches them (stems,
+    accents folded, the last word as a prefix, a word no note holds at one
+    typo), as snippets highlight them: the first `limit`, among the first
+    `max_words` words that may match, in the first MAX_SCAN_CHARS of `text`."""
+    plan = plan_query(query, index.analyzers)
+    if plan.is_empty:
+        return ()
+    absent = frozenset(t.stem for t in _absent_terms(index.searcher(), plan) if t.stem)
+    terms = HighlightTerms.from_plan(plan, absent)
+    found = find_matches(text, terms, index.analyzers, max_matches=limit, max_candidates=max_words)
+    return tuple(TextRange(match.start, match.end) for match in found)
 
 
 def _absent_terms(searcher: tantivy.Searcher, plan: QueryPlan) -> list[Term]:

@@ -287,17 +287,30 @@ def _only_words_between(text: str, start: int, end: int, words: Set[str]) -> boo
     return all(word in words for word in fold(text[start:end]).split())
 
 
-def find_matches(text: str, terms: HighlightTerms, analyzers: Analyzers) -> list[_Match]:
-    """Matched words in order of position, within the bounds above."""
-    return _find_matches(text, terms, analyzers)[0]
+def find_matches(
+    text: str,
+    terms: HighlightTerms,
+    analyzers: Analyzers,
+    max_matches: int = MAX_MATCHES,
+    max_candidates: int = MAX_CANDIDATES,
+) -> list[_Match]:
+    """Matched words in order of position, within the bounds above (a whole
+    note's preview asks for more matches than a hit's three snippets)."""
+    return _find_matches(text, terms, analyzers, max_matches, max_candidates)[0]
 
 
-def _find_matches(text: str, terms: HighlightTerms, analyzers: Analyzers) -> tuple[list[_Match], bool]:
+def _find_matches(
+    text: str,
+    terms: HighlightTerms,
+    analyzers: Analyzers,
+    max_matches: int = MAX_MATCHES,
+    max_candidates: int = MAX_CANDIDATES,
+) -> tuple[list[_Match], bool]:
     """`find_matches`, and whether every match within MAX_SCAN_CHARS was found (no other bound was met)."""
     matches: list[_Match] = []
     candidates = _candidates(text[:MAX_SCAN_CHARS], terms, analyzers)
     for checked, (start, end, folded) in enumerate(candidates):
-        if checked >= MAX_CANDIDATES or len(matches) >= MAX_MATCHES:
+        if checked >= max_candidates or len(matches) >= max_matches:
             return matches, False
         key = _classify(text[start:end], folded, terms, analyzers.language)
         if key is not None:

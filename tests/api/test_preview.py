@@ -11,7 +11,7 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.api.preview import MAX_PREVIEW_CHARS, MAX_PREVIEW_MARKS, bounded, render
+from notarium_search.api.preview import MAX_PREVIEW_CHARS, MAX_PREVIEW_HITS, MAX_PREVIEW_MARKS, bounded, render
 from notarium_search.notes.parse import body_of
 from tests.conftest import Vault
 from tests.pathological import GENERATORS, SIZE, file_name
@@ -44,7 +44,7 @@ def test_nothing_in_a_note_can_run_in_the_page(client):
     assert not [t for t in tags if re.search(r"\son\w+\s*=|javascript:", t, re.I)], tags
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown as the text it is
     assert '<a href="https://example.org/a?b=1" rel="noopener noreferrer">ailleurs</a>' in html
-    assert "<h1>Titre</h1>" in html
+    assert '<h1 id="md-titre">Titre</h1>' in html  # with an id to scroll to (issue 31)
     assert "title: Piège" not in html  # the frontmatter is shown as properties, not text
 
 
@@ -136,3 +136,68 @@ def test_the_preview_of_each_pathological_note_answers(pathological, name):
     served = GENERATORS[name](SIZE).encode()[:max_file_bytes].decode("utf-8-sig", errors="replace")
     body = body_of(served)
     assert ("preview-cut" in html) == (bounded(body) != body)  # the start of a long body, and a notice
+
+
+# -- the query's words marked (`?render=1&q=…`, issue 31) ---------------------------------------------
+
+MARKED = (
+    "---\nid: marques\ntags: [dora]\n---\n"
+    "# Interopérabilité des systèmes\n\n"
+    'Les systèmes et l\'interopérabilité, [voir](https://example.org/interoperabilite "interopérabilité").\n\n'
+    "`interoperabilite()` dans le code.\n\n"
+    "| Colonne | Interopérabilités |\n|---|---|\n| a | b |\n\n"
+    "> [!note] Interopérabilité\n> dora\n\n"
+    "Ailleurs[^1].\n\n[^1]: Une interopérabilité en note.\n"
+)
+HIT = '<mark class="hit">'
+
+
+@pytest.fixture
+def marked(vault: Vault):
+    vault.write("marques.md", MARKED)
+    vault.write("longue.md", "---\nid: longue\n---\n" + "interopérabilité " * 1_500)
+    service = vault.service()
+    with TestClient(create_app(service.settings, service, start_indexing=False)) as test_client:
+        yield test_client
+    service.stop()
+
+
+def test_the_query_words_are_marked_where_the_note_shows_them(marked):
+    query = "interoperabilite tag:dora -systemes"  # accents, a plural, a typed filter, an exclusion
+    html = marked.get("/spaces/notes/notes/marques", params={"render": 1, "q": query}).json()["html"]
+    assert f'<h1 id="md-interopérabilité-des-systèmes">{HIT}Interopérabilité</mark> des systèmes</h1>' in html
+    assert f"l'{HIT}interopérabilité</mark>, <a" in html
+    assert 'title="interopérabilité"' in html  # never inside an attribute
+    assert f"<code>{HIT}interoperabilite</mark>()</code>" in html  # search finds words in code too
+    assert f"<th>{HIT}Interopérabilités</mark></th>" in html
+    assert f'<p class="callout-title">{HIT}Interopérabilité</mark></p>' in html
+    assert f"Une {HIT}interopérabilité</mark> en note." in html
+    assert "systèmes</mark>" not in html  # excluded
+    assert "dora</mark>" not in html  # a filter, not a word
+    assert html.count(HIT) == 6
+
+
+def test_a_prefix_and_a_typo_are_marked_as_search_matches_them(marked):
+    html = marked.get("/spaces/notes/notes/marques", params={"render": 1, "q": "interop"}).json()["html"]
+    assert f"{HIT}Interopérabilité</mark> des" in html  # the last word, as it is typed
+    typo = marked.get("/spaces/notes/notes/marques", params={"render": 1, "q": "interoprabilite "}).json()["html"]
+    assert f"{HIT}Interopérabilité</mark> des" in typo  # a word no note holds, at one edit
+
+
+def test_nothing_is_marked_without_a_query_and_marks_are_bounded(marked):
+    plain = marked.get("/spaces/notes/notes/marques", params={"render": 1}).json()["html"]
+    assert "<mark" not in plain
+    blank = marked.get("/spaces/notes/notes/marques", params={"render": 1, "q": "  "}).json()["html"]
+    assert blank == plain
+    many = marked.get("/spaces/notes/notes/longue", params={"render": 1, "q": "interoperabilite"}).json()["html"]
+    assert many.count(HIT) == MAX_PREVIEW_HITS  # of 1,500
+    too_long = marked.get("/spaces/notes/notes/marques", params={"render": 1, "q": "x" * 1_001})
+    assert too_long.status_code == 400
+
+
+def test_highlight_and_strike_marks_bound_the_render_too():
+    """`==` and `~~` each cost about a third of a line (100,000 characters of `==a `: 0.9 s)."""
+    for unit in ("==a ", "~~a "):
+        body = unit * 25_000
+        shown = bounded(body)
+        assert MAX_PREVIEW_MARKS - 2 <= shown.count(unit[:2]) < MAX_PREVIEW_MARKS
