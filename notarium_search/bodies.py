@@ -33,6 +33,27 @@ class ErrorBody:
 
 
 @dataclass(frozen=True, slots=True)
+class FilterErrorBody(ErrorBody):
+    """A filter typed in the query that cannot be read (`invalid_filter`):
+    the filter's name, its value as typed and why, stable tokens for a client
+    to say it in its own words (errors.InvalidFilter)."""
+
+    filter: str  # "after", "folder", "path"…: the name as `filters` lists it
+    value: str
+    reason: str  # not_a_date, before_the_first_date, one_folder_at_a_time, too_long
+
+
+@dataclass(frozen=True, slots=True)
+class DatesOut:
+    """Where a note's `created` and `updated` come from: "frontmatter" (a
+    date written in the note) or "file" (the file's own times, those of the
+    last git clone or sync for a vault copied so)."""
+
+    created: str
+    updated: str
+
+
+@dataclass(frozen=True, slots=True)
 class Highlight:
     start: int  # code point offsets into `text`
     end: int
@@ -59,6 +80,7 @@ class NoteOut:
     folder: str
     created: datetime
     updated: datetime
+    dates: DatesOut
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +250,22 @@ def ignored_out(settings: Settings) -> list[IgnoredFolderOut]:
 
 
 @dataclass(frozen=True, slots=True)
+class ValueOut:
+    value: str  # as most of its notes spell it
+    notes: int  # the notes `field:value` keeps (nested tags and sub-folders included)
+
+
+@dataclass(frozen=True, slots=True)
+class ValuesBody:
+    """Completion of a typed filter's value (GET /spaces/{space}/values)."""
+
+    field: str
+    prefix: str
+    values: list[ValueOut]  # most notes first
+    partial: bool  # the space is still indexing: counted from what is committed
+
+
+@dataclass(frozen=True, slots=True)
 class ReindexBody:
     space: str
     full: bool
@@ -260,6 +298,7 @@ def _note_fields(note: NoteSummary) -> dict[str, Any]:
         "folder": note.folder,
         "created": note.created,
         "updated": note.updated,
+        "dates": DatesOut(note.created_from, note.updated_from),
     }
 
 

@@ -42,6 +42,22 @@ class InvalidParameter(NotariumError):
     code = "invalid_parameter"
 
 
+class InvalidFilter(InvalidParameter):
+    """A filter typed in the query cannot be read (`after:2` while typing,
+    `folder:a folder:b`): the error body also names the filter, its value as
+    typed and why, each a stable token, so that a client can say it in its own
+    language (docs/api.md). `reason` is `not_a_date`, `before_the_first_date`,
+    `one_folder_at_a_time` or `too_long`."""
+
+    code = "invalid_filter"
+
+    def __init__(self, detail: str, *, name: str, value: str, reason: str) -> None:
+        super().__init__(detail)
+        self.name = name
+        self.value = value
+        self.reason = reason
+
+
 class ChannelUnavailable(NotariumError):
     """A feature needs a channel that is loading or building: retry later."""
 

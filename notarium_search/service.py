@@ -31,6 +31,7 @@ from notarium_search.index.registry import Spaces
 from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical import values as lexical_values
 from notarium_search.logsetup import get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
 from notarium_search.notes.parse import body_of
@@ -420,6 +421,17 @@ class Service:
         space's analyzer, typed filters (`tag:x`…) left out. Bounded as
         `lexical.highlights` says."""
         return lexical.highlights(self.space(name).lexical, typed_filters.parse(query).text, text, limit, max_words)
+
+    @guarded
+    def values(self, name: str, kind: str, prefix: str, limit: int) -> list[tuple[str, int]]:
+        """Completion of a typed filter's value: the space's tags, folders or
+        file names (`kind`) starting with `prefix` ignoring case, with how
+        many notes each keeps, most first (lexical/values.py)."""
+        space = self.space(name)
+        _check_limit(limit)
+        if kind not in lexical_values.FIELDS:
+            raise InvalidParameter(f"field must be one of {', '.join(lexical_values.FIELDS)}")
+        return lexical_values.values(space.lexical, kind, prefix, limit)
 
     @guarded
     def activations(self, name: str, filters: FeedFilter, since: datetime | None, limit: int) -> list[NoteRecord]:

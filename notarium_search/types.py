@@ -25,6 +25,9 @@ class SourceFile:
     abs_path: str
     size: int
     mtime_ns: int
+    # When the file was created, where the platform's os.stat says (macOS and
+    # the BSDs: st_birthtime); None elsewhere (Linux with Python 3.11: no statx).
+    birth_ns: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,11 @@ class NoteSummary:
     created: datetime
     updated: datetime
     aliases: tuple[str, ...] = ()
+    # Where `created` and `updated` come from: "frontmatter" (a date written
+    # in the note) or "file" (the file's own times, which a git clone or a
+    # sync sets to the day it ran): clients say which date they show.
+    created_from: str = "file"
+    updated_from: str = "file"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,8 +187,9 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class TypedFilter:
-    """A filter typed in the query (`tag:x`, `-tag:x`, `folder:x`, `after:…`,
-    `before:…`; typed_filters.py): its name and value, for clients to show."""
+    """A filter typed in the query (`tag:x`, `-tag:x`, `folder:x`, `path:x`,
+    `file:x`, `section:x`, `after:…`, `before:…`, `created-after:…`,
+    `created-before:…`; typed_filters.py): its name and value, for clients to show."""
 
     name: str
     value: str
@@ -214,6 +223,11 @@ class FeedFilter:
     activation_fields: tuple[str, ...] = ()
     collections: tuple[str, ...] = ()  # in any of these collections
     exclude_tags: tuple[str, ...] = ()  # none of these tags (nested: `-tag:projet` also leaves out projet/x)
+    created_until: datetime | None = None  # created at or before
+    # Each must be found, ignoring case, in the note's path / file name / one of its headings.
+    paths: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    sections: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -227,6 +241,10 @@ class FeedFilter:
             or self.activated is not None
             or self.collections
             or self.exclude_tags
+            or self.created_until
+            or self.paths
+            or self.files
+            or self.sections
         )
 
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from notarium_search.errors import InvalidParameter
-from notarium_search.typed_filters import parse
+from notarium_search.errors import InvalidFilter, InvalidParameter
+from notarium_search.typed_filters import MAX_CONTAINS_CHARS, parse
 from notarium_search.types import FeedFilter, TypedFilter
 
 
@@ -20,7 +20,9 @@ from notarium_search.types import FeedFilter, TypedFilter
         ("-tag:brouillon registre", "registre", [("-tag", "brouillon")]),
         ('tag:"mots clés" index', "index", [("tag", "mots clés")]),
         ("folder:lectures dora", "dora", [("folder", "lectures")]),
-        ("path:lectures/vieux", "", [("folder", "lectures/vieux")]),
+        ("path:lectures/vieux", "", [("path", "lectures/vieux")]),  # Obsidian's: the path contains it
+        ('file:Agent section:"Mise en place" dora', "dora", [("file", "Agent"), ("section", "Mise en place")]),
+        ("created-after:2024 Created-Before:2024-06", "", [("created-after", "2024"), ("created-before", "2024-06")]),
         ("TAG:IA Folder:zettel", "", [("tag", "IA"), ("folder", "zettel")]),
         ("after:2024-05 before:2024-06-01 bilan", "bilan", [("after", "2024-05"), ("before", "2024-06-01")]),
         ("tag:ia tag:standards", "", [("tag", "ia"), ("tag", "standards")]),
@@ -43,6 +45,9 @@ def test_every_form_is_read_and_taken_out_of_the_words(query: str, text: str, fi
         'tag:"" vide',
         "mytag:ia",  # the name must start the word
         "-folder:x",  # only tags can be excluded
+        "-path:x",
+        "recreated-after:2024",  # the name starts the word
+        "created:2024",  # not a filter name (created-after, created-before are)
         'tag:"unterminated value',
     ],
 )
@@ -106,3 +111,44 @@ def test_two_folders_are_refused_rather_than_silently_one():
     with pytest.raises(InvalidParameter, match="one folder at a time"):
         parse("folder:a").narrow(FeedFilter(folder="b"))
     assert parse("folder:a").narrow(FeedFilter(folder="a/")).folder == "a"
+
+
+def test_two_spellings_of_one_folder_are_one_folder():
+    # Folders are matched ignoring case: `folder:Lectures` beside folder=lectures names one.
+    assert parse("folder:Lectures").narrow(FeedFilter(folder="lectures")).folder == "lectures"
+    assert parse("folder:Lectures folder:LECTURES/").narrow(FeedFilter()).folder == "Lectures"
+
+
+def test_path_file_and_section_values_narrow_and_add_up():
+    given = FeedFilter(paths=("a",))
+    narrowed = parse("path:2024 file:bilan section:Intro path:Projets").narrow(given)
+    assert (narrowed.paths, narrowed.files, narrowed.sections) == (("a", "2024", "Projets"), ("bilan",), ("Intro",))
+    assert narrowed.folder is None  # `path:` is no longer a folder
+
+
+def test_created_dates_are_periods_beside_the_updated_ones():
+    narrowed = parse("created-after:2023-02 created-before:2024 after:2024-05").narrow(
+        FeedFilter(created_since=datetime(2023, 6, 1, tzinfo=UTC))
+    )
+    assert narrowed.created_since == datetime(2023, 6, 1, tzinfo=UTC)  # the later start wins
+    assert narrowed.created_until == datetime(2023, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    assert (narrowed.since, narrowed.until) == (datetime(2024, 5, 1, tzinfo=UTC), None)
+
+
+@pytest.mark.parametrize(
+    ("query", "name", "value", "reason"),
+    [
+        ("bilan after:2", "after", "2", "not_a_date"),  # while typing `after:2024`
+        ("created-after:2024-1x", "created-after", "2024-1x", "not_a_date"),
+        ("before:2023-02-29", "before", "2023-02-29", "not_a_date"),
+        ("created-before:0001", "created-before", "0001", "before_the_first_date"),
+        ("folder:a folder:b", "folder", "b", "one_folder_at_a_time"),
+        ("path:" + "x" * (MAX_CONTAINS_CHARS + 1), "path", "x" * (MAX_CONTAINS_CHARS + 1), "too_long"),
+    ],
+)
+def test_a_filter_that_cannot_be_read_names_itself_its_value_and_why(query: str, name: str, value: str, reason: str):
+    with pytest.raises(InvalidFilter) as refused:
+        parse(query).narrow(FeedFilter())
+    assert (refused.value.name, refused.value.value, refused.value.reason) == (name, value, reason)
+    assert (refused.value.status, refused.value.code) == (400, "invalid_filter")
+    assert isinstance(refused.value, InvalidParameter)  # every front door refuses it as a bad parameter

@@ -42,6 +42,8 @@ from notarium_search.bodies import (
     SearchBody,
     SpaceOut,
     StatusBody,
+    ValueOut,
+    ValuesBody,
     feed_body,
     ignored_out,
     note_body,
@@ -139,7 +141,8 @@ class ServiceRoutes(Controller):
         ] = "relevance",
     ) -> SearchBody:
         """Spotlight search: ranked notes with highlighted snippets. The query may
-        hold filters: tag:x, -tag:x, folder:x (path:x), after:2024-05, before:2024-06-01."""
+        hold filters: tag:x, -tag:x, folder:x, path:x, file:x, section:x, after:2024-05,
+        before:2024-06-01, created-after:2024, created-before:2024-06."""
         filters = FeedFilter(folder=folder, tags=params.tags(tag), collections=params.names("collection", collection))
         return search_body(service.search(space, q, filters, limit, sort), explain)
 
@@ -205,6 +208,25 @@ class ServiceRoutes(Controller):
         )
         page = service.notes(space, filters, limit, cursor)
         return NotesBody([note_record_out(r) for r in page.items], page.next_cursor, page.partial)
+
+    @get("/spaces/{space:str}/values", sync_to_thread=True, responses=errors.RESPONSES)
+    def filter_values(
+        self,
+        service: ServiceDependency,
+        space: SpaceName,
+        field: Annotated[
+            Literal["tag", "folder", "file"], Parameter(description="The filter whose values to complete")
+        ],
+        prefix: Annotated[
+            str, Parameter(max_length=params.MAX_FILTER_CHARS, description="What is typed so far (case ignored)")
+        ] = "",
+        limit: Limit = 20,
+    ) -> ValuesBody:
+        """Completion of a filter typed in the query (tag:, folder:, file:): the
+        space's values starting with the prefix, ignoring case, with how many
+        notes each keeps, most first."""
+        found = service.values(space, field, prefix, limit)
+        return ValuesBody(field, prefix, [ValueOut(v, n) for v, n in found], not service.ready(space))
 
     @get("/spaces/{space:str}/activations", sync_to_thread=True, responses=errors.RESPONSES)
     def activations(

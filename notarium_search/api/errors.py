@@ -14,8 +14,8 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import ResponseSpec
 
 from notarium_search.api.asgi import App, Message, Receive, Scope, Send
-from notarium_search.bodies import ErrorBody
-from notarium_search.errors import NotariumError
+from notarium_search.bodies import ErrorBody, FilterErrorBody
+from notarium_search.errors import InvalidFilter, NotariumError
 from notarium_search.logsetup import get_logger
 
 log = get_logger(__name__)
@@ -44,6 +44,7 @@ def _documented(description: str) -> ResponseSpec:
 RESPONSES: dict[int, ResponseSpec] = {
     400: _documented(
         "A parameter is invalid (`invalid_parameter`, a forged or stale cursor too); `detail` says which and why."
+        " A filter typed in the query cannot be read (`invalid_filter`: `filter`, `value` and `reason` say which)."
         " Or the request's Host is ambiguous (`invalid_host`: two Host headers, none, or not a host name)"
     ),
     401: _documented("A token is configured and the request has none or a wrong one (`unauthorized`)"),
@@ -86,6 +87,9 @@ def _body(status: int, code: str, detail: str, headers: dict[str, str] | None = 
 
 def notarium_error(_: Request[Any, Any, Any], exc: NotariumError) -> Response[ErrorBody]:
     headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    if isinstance(exc, InvalidFilter):  # the filter, its value and why, for the client to word
+        body = FilterErrorBody(exc.code, exc.detail, exc.status, exc.name, exc.value, exc.reason)
+        return Response(body, status_code=exc.status, media_type=MediaType.JSON)
     return _body(exc.status, exc.code, exc.detail, headers)
 
 

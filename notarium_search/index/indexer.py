@@ -50,7 +50,7 @@ log = get_logger(__name__)
 
 def index_fingerprint(config: SpaceConfig, settings: Settings) -> str:
     """Everything that changes what a file becomes in the index. Each note
-    format's version is in it (notes/formats.py): Markdown's is "parser11"."""
+    format's version is in it (notes/formats.py): Markdown's is "parser12"."""
     return (
         f"{lexical_fingerprint(config.language)}-{formats.fingerprint(config.include)}"
         f"-max{settings.max_file_bytes}-{settings.oversize}"
@@ -310,7 +310,7 @@ class SpaceIndexer:
             )
         started = self.clock()
         try:
-            note = fmt.read(raw, source.path, _file_time(source), truncated=too_big)
+            note = born(fmt.read(raw, source.path, _file_time(source), truncated=too_big), source)
         except NotANote as exc:
             return self._skip_read(entry, progress, source.path, str(exc))
         if too_big:
@@ -424,6 +424,18 @@ class SpaceIndexer:
         skipped = self.manifest.skipped()
         self.skipped_total = len(skipped)
         self.skipped_notes = named_skipped(skipped)
+
+
+def born(note: ParsedNote, source: SourceFile) -> ParsedNote:
+    """The note created when its file was, where the platform says when
+    (scan.birth_ns) and the note's dates come from its file (its frontmatter
+    has none: a written `updated` is its `created` too, as before). Never
+    after its `updated`, the file's modification time: a file written over
+    in place keeps its birth time, one replaced by a new file does not."""
+    if source.birth_ns is None or note.created_from != "file":
+        return note
+    birth = datetime.fromtimestamp(source.birth_ns / 1e9, tz=UTC)
+    return replace(note, created=birth, created_from="file") if birth < note.updated else note
 
 
 def _file_time(source: SourceFile) -> datetime:

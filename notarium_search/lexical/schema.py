@@ -7,6 +7,7 @@ rebuild from the files.
 
 from __future__ import annotations
 
+import unicodedata
 import zlib
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +21,9 @@ from notarium_search.notes import location
 from notarium_search.notes.parse import flatten_meta
 from notarium_search.types import NoteSummary, ParsedNote, WikiLink
 
-SCHEMA_VERSION = 8  # 8: the names and headings of a note as whole terms (lexical/known.py), its file name searched
+SCHEMA_VERSION = 9  # 8: the names and headings of a note as whole terms (lexical/known.py), its file name searched
+# 9: folders matched ignoring case, path and file name kept folded (path:, file:), tags, folders and file names
+# counted (lexical/values.py), where the dates come from (PayloadHead.created_from)
 
 # Tantivy stores a date as i64 nanoseconds since the epoch and refuses any
 # other (a document, or a range query bound): a note dated 1515 is indexed as
@@ -33,6 +36,10 @@ INDEX_DATE_MAX = datetime(2262, 4, 11, tzinfo=UTC)
 # a frontmatter date shared by a whole import) rarely tie and a page never has
 # to read a whole group of them.
 FEED_TIE_BITS = 19
+# The folded forms of a note's folders (each ancestor), of its path and of its file name.
+FOLDER_KEY = "folder_key"
+PATH_KEY = "path_key"
+FILE_KEY = "file_key"
 
 
 def fingerprint(language: str) -> str:
@@ -59,8 +66,15 @@ def build_schema(analyzers: Analyzers) -> tantivy.Schema:
     sb.add_text_field("text", tokenizer_name=stemmed)
     sb.add_text_field("plain", tokenizer_name=plain)
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("tag_path", tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("folder_path", tokenizer_name="raw", index_option="basic")
+    # Fast (a column of term ids): value completion counts notes per tag,
+    # folder and file name in one pass (lexical/values.py). Folders and file
+    # names as written, for completion to show; their folded forms filter.
+    sb.add_text_field("tag_path", tokenizer_name="raw", index_option="basic", fast=True)
+    sb.add_text_field("folder_path", tokenizer_name="raw", index_option="basic", fast=True)
+    sb.add_text_field("file", tokenizer_name="raw", index_option="basic", fast=True)
+    sb.add_text_field(FOLDER_KEY, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field(PATH_KEY, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field(FILE_KEY, tokenizer_name="raw", index_option="basic")
     # Frontmatter for structured queries: "field=value" terms (value casefolded)
     # and the names of the fields a note has (see meta_term).
     sb.add_text_field("meta", tokenizer_name="raw", index_option="basic")
@@ -85,6 +99,8 @@ class PayloadHead(msgspec.Struct, frozen=True, array_like=True):
     folder: str
     created: float  # epoch seconds
     updated: float
+    created_from: str  # "frontmatter" or "file": NoteSummary.created_from
+    updated_from: str
 
     def summary(self) -> NoteSummary:
         return NoteSummary(
@@ -96,6 +112,8 @@ class PayloadHead(msgspec.Struct, frozen=True, array_like=True):
             created=datetime.fromtimestamp(self.created, tz=UTC),
             updated=datetime.fromtimestamp(self.updated, tz=UTC),
             aliases=self.aliases,
+            created_from=self.created_from,
+            updated_from=self.updated_from,
         )
 
 
@@ -128,6 +146,8 @@ class Payload(PayloadHead, frozen=True, array_like=True):
             folder=self.folder,
             created=summary.created,
             updated=summary.updated,
+            created_from=self.created_from,
+            updated_from=self.updated_from,
             headings=tuple(h for _, _, h in self.sections),
             links=self.wikilinks(),
             text=self.text,
@@ -176,6 +196,13 @@ FEED_KEY_MIN = feed_key(INDEX_DATE_MIN, "") & ~((1 << FEED_TIE_BITS) - 1)
 FEED_KEY_MAX = feed_key(INDEX_DATE_MAX, "") | ((1 << FEED_TIE_BITS) - 1)
 
 
+def folded(name: str) -> str:
+    """A folder or a path as the `folder:`, `path:` and `file:` filters
+    compare it: NFC (a path is kept as the file system gives it, NFD from
+    some macOS tools, and a query is typed NFC), then case folded."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
 def meta_term(field: str, value: str) -> str:
     """The indexed form of one frontmatter pair: queries match it exactly,
     without regard to case."""
@@ -216,6 +243,10 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         doc.add_text("tag_path", tag)
     for folder in ancestors(note.folder):
         doc.add_text("folder_path", folder)
+        doc.add_text(FOLDER_KEY, folded(folder))
+    doc.add_text("file", unicodedata.normalize("NFC", note.path.rsplit("/", 1)[-1]))
+    doc.add_text(PATH_KEY, folded(note.path))
+    doc.add_text(FILE_KEY, folded(note.path.rsplit("/", 1)[-1]))
     pairs = flatten_meta(dict(note.frontmatter))
     for field, value in pairs:
         doc.add_text("meta", meta_term(field, value))
@@ -233,6 +264,8 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         folder=note.folder,
         created=_epoch(note.created),
         updated=_epoch(note.updated),
+        created_from=note.created_from,
+        updated_from=note.updated_from,
         links=tuple((link.target, link.heading, link.alias) for link in note.links),
         text=note.text,
         sections=note.sections,

@@ -12,6 +12,7 @@ from tantivy import FieldType, Occur, Order, Query
 from notarium_search.lexical import known
 from notarium_search.lexical.analysis import Analyzers
 from notarium_search.lexical.cursor import CursorCodec, InvalidCursor
+from notarium_search.lexical.filters import folder_query, in_section, name_clauses
 from notarium_search.lexical.phrase import phrase_test
 from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, exclusions, plan_query
 from notarium_search.lexical.schema import (
@@ -82,11 +83,11 @@ def search(
         raw = read.get((address.segment_ord, address.doc)) or _raw_payload(searcher, address)
         # The stored note and the query's terms: enough to cut the snippets
         # later (`snippets_of`), for the hits fusion keeps.
-        later = Evidence(raw, terms) if with_snippets else None
+        later = Evidence(raw, terms, filters.sections) if with_snippets else None
         if rank < snippet_depth or rank < phrase_depth:
             payload = decode_payload(raw)
             exact = holds_phrase is not None and rank < phrase_depth and holds_phrase(payload.title, payload.text)
-            snippets = _cut(payload, terms, index.analyzers) if rank < snippet_depth else ()
+            snippets = _cut(payload, terms, index.analyzers, sections=filters.sections) if rank < snippet_depth else ()
             hits.append(ChannelHit(payload.summary(), score, snippets, exact=exact, evidence=later, known=name))
         else:  # deep: fusion will drop most of these, so only the note's head is decoded now
             hits.append(ChannelHit(decode_head(raw).summary(), score, (), evidence=later, known=name))
@@ -162,7 +163,8 @@ def feed(
     payloads, next_cursor = feed_payloads(index, text, filters, limit, cursor, cursors)
     # Every word occurs in a listed note: none is absent.
     terms = HighlightTerms.from_plan(plan_query(text, index.analyzers), frozenset())
-    excerpts = {p.id: s[0] for p in payloads if (s := _cut(p, terms, index.analyzers, limit=1))}
+    sections = filters.sections
+    excerpts = {p.id: s[0] for p in payloads if (s := _cut(p, terms, index.analyzers, limit=1, sections=sections))}
     return FeedPage(tuple(p.summary() for p in payloads), next_cursor, partial=False, excerpts=excerpts)
 
 
@@ -279,18 +281,28 @@ class Evidence:
 
     raw: bytes
     terms: HighlightTerms
+    sections: tuple[str, ...] = ()  # `section:` filters: the excerpts cut from such a section
 
 
 def snippets_of(index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, ...]:
     """The snippets of a hit `search` made without them (none when it was asked for no snippets)."""
     if hit.snippets or not isinstance(hit.evidence, Evidence):
         return hit.snippets
-    return _cut(decode_payload(hit.evidence.raw), hit.evidence.terms, index.analyzers)
+    evidence = hit.evidence
+    return _cut(decode_payload(evidence.raw), evidence.terms, index.analyzers, sections=evidence.sections)
 
 
 def _cut(
-    payload: Payload, terms: HighlightTerms, analyzers: Analyzers, limit: int = MAX_SNIPPETS
+    payload: Payload,
+    terms: HighlightTerms,
+    analyzers: Analyzers,
+    limit: int = MAX_SNIPPETS,
+    sections: tuple[str, ...] = (),
 ) -> tuple[Snippet, ...]:
+    # `section:` filters: cut from such a section when it holds the words (lexical/filters.py).
+    found = in_section(payload, terms, analyzers, sections) if sections else ()
+    if found:
+        return found
     # A note with a title and no body (yet) shows its title as its snippet.
     snippets = make_snippets(payload.text, terms, analyzers, limit, fallback=payload.title, sections=payload.sections)
     return located(snippets, payload.sections, payload.lines)
@@ -318,7 +330,8 @@ def _filter_clauses(filters: FeedFilter, schema: tantivy.Schema) -> list[tuple[O
     clauses: list[tuple[Occur, Query]] = []
     folder = (filters.folder or "").strip("/")
     if folder:
-        clauses.append((Occur.Must, Query.term_query(schema, "folder_path", folder)))
+        clauses.append((Occur.Must, folder_query(folder, schema)))
+    clauses.extend(name_clauses(filters, schema))
     tags = [Query.term_query(schema, "tag_path", normalise_tag(tag)) for tag in filters.tags]
     if filters.tags_any and tags:
         clauses.append((Occur.Must, Query.boolean_query([(Occur.Should, q) for q in tags])))
@@ -330,9 +343,11 @@ def _filter_clauses(filters: FeedFilter, schema: tantivy.Schema) -> list[tuple[O
     if filters.since is not None or filters.until is not None:
         since, until = (index_date(d) if d is not None else None for d in (filters.since, filters.until))
         clauses.append((Occur.Must, Query.range_query(schema, "updated", FieldType.Date, since, until)))
-    if filters.created_since is not None:
-        since = index_date(filters.created_since)
-        clauses.append((Occur.Must, Query.range_query(schema, "created", FieldType.Date, since, None)))
+    if filters.created_since is not None or filters.created_until is not None:
+        since, until = (
+            index_date(d) if d is not None else None for d in (filters.created_since, filters.created_until)
+        )
+        clauses.append((Occur.Must, Query.range_query(schema, "created", FieldType.Date, since, until)))
     for field, value in filters.fields:
         if value is None:
             clauses.append((Occur.Must, Query.term_query(schema, "meta_keys", field.strip().casefold())))

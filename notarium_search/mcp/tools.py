@@ -125,8 +125,10 @@ Returns the best notes first: id, title, path, score, 1-3 snippets with the matc
 channels found each note (lexical = the words, semantic = the meaning, graph = wiki-links) with its rank in each.
 Query syntax: plain words (notes matching more of them rank higher; a missing word never empties the answer),
 "quoted phrases" (required, exact order), -word to exclude. French and English, accents optional.
-Filters may be typed in the query: tag:x, -tag:x, folder:x (or path:x), after:2024-05, before:2024-06-01
-(updated dates), tag:"two words"; filters alone list the notes they allow, newest first.
+Filters may be typed in the query: tag:x, -tag:x, folder:x, path:x (the path contains x), file:x (the file
+name contains x), section:x (a heading contains x), after:2024-05, before:2024-06-01 (updated dates),
+created-after:2024, created-before:2024-06 (created dates), tag:"two words"; filters alone list the notes
+they allow, newest first. Each note says whether its dates come from its frontmatter or its file.
 Says when the answer is lexical-only and why (semantic search off, index still building, model loading), and
 when the space is still being indexed (then only the notes indexed so far were searched: search again later).
 Open a result with get_note; find what resonates with it with get_related."""

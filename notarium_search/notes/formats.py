@@ -139,7 +139,7 @@ def include_patterns(include: tuple[str, ...]) -> tuple[str, ...]:
 
 def fingerprint(include: tuple[str, ...]) -> str:
     """The formats' part of the index fingerprint: each one's name and version
-    (Markdown's as "parser11", as before the registry), and, when `include`
+    (Markdown's as "parser" and its version, as before the registry), and, when `include`
     may match files no format reads, a mark: an index built before those were
     skipped (when every file was read as Markdown) is rebuilt once."""
     tokens = [

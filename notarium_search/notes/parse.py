@@ -31,7 +31,8 @@ from notarium_search.types import ParsedNote
 # The Markdown format's version: bump it when what parse_note (or markdown,
 # location) makes of some file changes, and every space is rebuilt (its part
 # of the index fingerprint, notes/formats.py). 11: numbered headings are sections.
-PARSER_VERSION = 11
+# 12: where a note's dates come from (`created_from`, `updated_from`).
+PARSER_VERSION = 12
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in the first 8 KiB means "not a text note"
 MAX_ID_LENGTH = 512
 _DATE_FORMATS = (
@@ -64,6 +65,8 @@ _GRAPHEME_JOINER = "\u034f"
 # Where such a run may be: every combining mark (ccc > 0, 912 in Unicode 14)
 # is neither ASCII, nor a word character, nor a blank.
 _MARKS_RUN_RE = re.compile(rf"[^\w\s\x00-\x7f]{{{MAX_MARKS_IN_A_ROW + 1},}}")
+# Where a note's dates come from (ParsedNote.created_from, .updated_from).
+FRONTMATTER, FILE = "frontmatter", "file"
 _CREATED_KEYS = ("created", "date_created", "creation_date", "date")
 _UPDATED_KEYS = ("updated", "modified", "last_modified", "date_modified", "date")
 
@@ -146,8 +149,10 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
     title = _first_str(meta.get("title")) or parts.first_h1 or stem
     tags = _tag_list(meta.get("tags", meta.get("tag"))) + tuple(t.lower() for t in parts.tags)
     unreadable: set[str] = set()
-    updated = _frontmatter_date(meta, _UPDATED_KEYS, unreadable) or mtime
-    created = _frontmatter_date(meta, _CREATED_KEYS, unreadable) or updated
+    written_updated = _frontmatter_date(meta, _UPDATED_KEYS, unreadable)
+    written_created = _frontmatter_date(meta, _CREATED_KEYS, unreadable)
+    updated = written_updated or mtime
+    created = written_created or updated  # the indexer may take the file's creation time instead
     warnings.extend(f"unreadable date in frontmatter field {k!r}: {_preview(meta[k])}" for k in sorted(unreadable))
     return ParsedNote(
         id=_note_id(meta.get("id"), rel_path),
@@ -158,6 +163,8 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
         folder=posixpath.dirname(rel_path),
         created=created,
         updated=updated,
+        created_from=FRONTMATTER if written_created or written_updated else FILE,
+        updated_from=FRONTMATTER if written_updated else FILE,
         headings=parts.headings,
         links=parts.links,
         text=parts.plain_text,

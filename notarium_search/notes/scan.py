@@ -206,7 +206,19 @@ def _stat(root_real: Path, abs_path: str, rel_path: str) -> SourceFile | None:
         raise
     if not stat.S_ISREG(info.st_mode):
         return None
-    return SourceFile(path=rel_path, abs_path=abs_path, size=info.st_size, mtime_ns=info.st_mtime_ns)
+    return SourceFile(
+        path=rel_path, abs_path=abs_path, size=info.st_size, mtime_ns=info.st_mtime_ns, birth_ns=birth_ns(info)
+    )
+
+
+def birth_ns(info: os.stat_result) -> int | None:
+    """When the file was created, where `os.stat` says: `st_birthtime` on
+    macOS and the BSDs (Windows too from Python 3.12). On Linux the file
+    systems that record it (ext4, btrfs, xfs) give it only through statx(2),
+    which Python 3.11's `os.stat` does not call, and no maintained package
+    wraps: None there, and a note's `created` falls back to its `updated`."""
+    birth = getattr(info, "st_birthtime", None)
+    return int(birth * 1_000_000_000) if isinstance(birth, int | float) and birth > 0 else None
 
 
 def open_note(root_real: str, rel_path: str) -> BinaryIO:

@@ -120,6 +120,7 @@ def test_search_shape(client):
         "folder",
         "created",
         "updated",
+        "dates",
         "channels",
         "reason",
         "explain",
@@ -565,7 +566,16 @@ def test_sort_by_date_keeps_the_notes_newest_first(client):
 
 
 def test_a_typed_date_that_is_not_one_is_a_400(client):
-    body = assert_error(client.get("/spaces/notes/search", params={"q": "after:2024-13"}), 400, "invalid_parameter")
+    response = client.get("/spaces/notes/search", params={"q": "after:2024-13"})
+    assert response.status_code == 400
+    body = response.json()  # the error body, and which filter (tests/api/test_filters.py)
+    assert set(body) == {*ERROR_KEYS, "filter", "value", "reason"}
+    assert (body["error"], body["filter"], body["value"], body["reason"]) == (
+        "invalid_filter",
+        "after",
+        "2024-13",
+        "not_a_date",
+    )
     assert "after:2024-13 is not a date" in body["detail"]
 
 
