@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from notarium_search.types import Echo
 
 MAX_LIMIT = 100
+MAX_PREFIX_CHARS = lexical_values.MAX_PREFIX_CHARS  # of a value completed (values)
 SORTS = ("relevance", "updated", "created")
 # A read-only service (`notarium-search search`) opens no semantic channel: it
 # would load the model (~1-2 s) for one query, against a ~0.2 s start
@@ -431,6 +432,8 @@ class Service:
         _check_limit(limit)
         if kind not in lexical_values.FIELDS:
             raise InvalidParameter(f"field must be one of {', '.join(lexical_values.FIELDS)}")
+        if len(prefix) > MAX_PREFIX_CHARS:
+            raise InvalidParameter(f"prefix: at most {MAX_PREFIX_CHARS} characters")
         return lexical_values.values(space.lexical, kind, prefix, limit)
 
     @guarded

@@ -55,7 +55,7 @@ from notarium_search.bodies import (
 from notarium_search.errors import InvalidParameter, NotariumError
 from notarium_search.logsetup import get_logger
 from notarium_search.mcp.route import McpRoute
-from notarium_search.service import MAX_LIMIT, Service
+from notarium_search.service import MAX_LIMIT, MAX_PREFIX_CHARS, Service
 from notarium_search.settings import Settings
 from notarium_search.types import BUILDING_MESSAGE, FeedFilter, SpaceStatus
 
@@ -218,7 +218,7 @@ class ServiceRoutes(Controller):
             Literal["tag", "folder", "file"], Parameter(description="The filter whose values to complete")
         ],
         prefix: Annotated[
-            str, Parameter(max_length=params.MAX_FILTER_CHARS, description="What is typed so far (case ignored)")
+            str, Parameter(max_length=MAX_PREFIX_CHARS, description="What is typed so far (case ignored)")
         ] = "",
         limit: Limit = 20,
     ) -> ValuesBody:

@@ -17,11 +17,16 @@ from typing import Any
 
 from tantivy import Query
 
+from notarium_search.errors import InvalidParameter
 from notarium_search.lexical.filters import literal
 from notarium_search.lexical.store import LexicalIndex
 
 # Which field holds each kind of value, every ancestor of a nested one included.
 FIELDS = {"tag": "tag_path", "folder": "folder_path", "file": "file"}
+# A prefix is looked for by a regular expression, which Tantivy refuses past
+# 1,000 states: 300 emoji or 500 accented letters were refused, 100 of any
+# script are looked for (tests/api/test_filters.py).
+MAX_PREFIX_CHARS = 100
 # Distinct values counted at most. Tantivy's terms aggregation counts exactly
 # only the values it keeps per segment (with 20 kept, counts were off by up
 # to 37 on 50,000 notes): all of them are kept, up to this bound, and the
@@ -37,7 +42,10 @@ def values(index: LexicalIndex, kind: str, prefix: str, limit: int) -> list[tupl
     typed = prefix.strip().lstrip("#" if kind == "tag" else "/")  # `tag:#ia`, `folder:/lectures`
     wanted = f"(?i){literal(typed)}.*"
     request = {"values": {"terms": {"field": FIELDS[kind], "size": MAX_VALUES, "include": wanted}}}
-    answer: dict[str, Any] = index.searcher().aggregate(Query.all_query(), request)
+    try:
+        answer: dict[str, Any] = index.searcher().aggregate(Query.all_query(), request)
+    except ValueError as exc:  # an automaton past Tantivy's 1,000 states: refused, never a 500
+        raise InvalidParameter(f"prefix: too long to look for ({len(typed)} characters)") from exc
     counts: Counter[str] = Counter()
     spellings: dict[str, Counter[str]] = {}
     for bucket in answer["values"]["buckets"]:

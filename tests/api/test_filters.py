@@ -163,6 +163,8 @@ def test_values_complete_tags_folders_and_files_with_their_notes(client):
     assert values(client, field="folder", prefix="/z") == [("zettel", 2)]
     assert values(client, field="file", prefix="agent") == [("Agent Aveugle.md", 1)]
     assert values(client, field="file", prefix="[") == []  # regular expression characters are text
+    for letter in ("a", "é", "日", "😀"):  # the longest prefix, in each script: looked for
+        assert values(client, field="folder", prefix=letter * 100) == []
 
 
 def test_values_refuse_what_they_cannot_complete(client):
@@ -171,6 +173,8 @@ def test_values_refuse_what_they_cannot_complete(client):
     params = {"field": "tag", "limit": 0}
     assert_error(client.get("/spaces/notes/values", params=params), 400, "invalid_parameter")
     assert_error(client.get("/spaces/nope/values", params={"field": "tag"}), 404, "unknown_space")
+    too_long = {"field": "file", "prefix": "é" * 101}  # 500 were a 500: an automaton Tantivy refused
+    assert_error(client.get("/spaces/notes/values", params=too_long), 400, "invalid_parameter")
 
 
 def test_a_fused_hit_opens_in_the_section_too(vault: Vault):
