@@ -51,7 +51,10 @@ export function onSearchKey(event, clear) {
   const hit = selectedHit();
   if (event.key === 'Enter') {
     event.preventDefault();
-    if (hit) open(hit, event.ctrlKey || event.metaKey);
+    // Typed then Enter at once: the rows shown may answer the text before (or be the empty box's
+    // recent notes); the hit opened is the first of the answer to what is in the box.
+    state.enterWaiting = { other: event.ctrlKey || event.metaKey };
+    openWhenAnswered();
   } else if (event.altKey && hit && (event.code === 'KeyL' || event.code === 'KeyC')) {
     // By the key's place, not its letter: Alt+L on a Mac keyboard types "¬".
     event.preventDefault();
@@ -62,16 +65,29 @@ export function onSearchKey(event, clear) {
   }
 }
 
+const answered = () => {
+  const text = $('q').value;
+  return text.trim() ? state.searchBody?.typed === text : !state.searchBody?.typed;
+};
+
+export function openWhenAnswered() {
+  const waiting = state.enterWaiting;
+  if (!waiting || !answered()) return;
+  state.enterWaiting = null;
+  const hit = selectedHit();
+  if (hit) open(hit, waiting.other);
+}
+
 // What opening a hit keeps: its section and words for the note view, the search for the empty box.
 function opening(hit) {
   state.anchor = hit.anchor ?? null;
   state.opened = { id: hit.id, q: state.searchBody?.query || null, openUrl: hit.open_url ?? null };
-  rememberSearch(state.space, state.searchBody?.query ?? '');
+  rememberSearch(state.searchBody?.space, state.searchBody?.query ?? '');
 }
 
 function open(hit, other) {
   opening(hit);
-  openNote(state.space, hit, other);
+  openNote(state.searchBody?.space ?? state.space, hit, other);
 }
 
 // A click on a row opens it as Enter does (Ctrl/⌘+click the other way); the pointer over a row selects it.

@@ -54,6 +54,10 @@ export function renderInto(prefix, space, { note, aliases, links, backlinks, dan
   // Rendered and sanitised by the service (api/preview.py: no script, handler
   // or javascript: link survives), and the page's policy runs no inline script.
   if (html == null) $(`${prefix}-content`).textContent = t('fileGone'); else $(`${prefix}-content`).innerHTML = html;
+  // A task's checkbox (disabled: the page never writes a note) is named by its task, for screen readers.
+  for (const box of $(`${prefix}-content`).querySelectorAll('li > input[type="checkbox"]')) {
+    box.setAttribute('aria-label', box.parentElement.textContent.trim().slice(0, 120));
+  }
 }
 
 function section(key, items, render) {
@@ -101,3 +105,16 @@ export function showSection(content, anchor, scroller) {
     scroller.scrollTop = Math.max(0, top - 8);
   }
 }
+
+// A footnote's links (#fn-md-1, #fnref-md-1: api/preview.py) go to their place in the note, not to
+// the page's router, which reads the address's hash.
+function followFootnotes(content) {
+  content.addEventListener('click', (event) => {
+    const link = event.target.closest('a[href^="#fn"]');
+    if (!link) return;
+    event.preventDefault();
+    content.querySelector(`[id="${CSS.escape(link.getAttribute('href').slice(1))}"]`)?.scrollIntoView({ block: 'center' });
+  });
+}
+followFootnotes($('note-content'));
+followFootnotes($('preview-content'));

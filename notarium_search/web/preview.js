@@ -21,7 +21,9 @@ export function previewHit(hit) {
     $('preview').hidden = true;
     return;
   }
-  timers.preview = setTimeout(() => load(state.space, hit, state.searchBody?.query ?? ''), FOLLOW_MS);
+  // The space and the query the rows were asked with: the space picker may change before the pane follows.
+  const { space, query } = state.searchBody;
+  timers.preview = setTimeout(() => load(space, hit, query ?? ''), FOLLOW_MS);
 }
 
 function load(space, hit, q) {

@@ -4,7 +4,7 @@
 import { abort, latest } from './api.js';
 import { $, dateNode, el, failure, number, snippetNodes, spacePath, state, t, timers, whereText } from './context.js';
 import { filterError, hideSuggestions, showChips, suggestValues, unfinished, withoutToken } from './filters.js';
-import { select } from './keys.js';
+import { openWhenAnswered, select } from './keys.js';
 import { hideRecentSearches, recentNotes, showRecentSearches } from './recent.js';
 
 const CHANNELS = [['lexical', 'mots'], ['semantic', 'sens'], ['graph', 'lien']];
@@ -12,6 +12,7 @@ export const DEBOUNCE_MS = 120;
 const SEARCH_LIMIT = 20;
 
 export function scheduleSearch() {
+  state.enterWaiting = null; // typed on after an Enter: that Enter was for the text before
   clearTimeout(timers.search);
   timers.search = setTimeout(runSearch, DEBOUNCE_MS);
   suggestValues();
@@ -32,20 +33,22 @@ export function runSearch() {
     // A filter still being typed (`after:2024-0`) is not an error yet: asked without it meanwhile.
     const typing = unfinished(q, $('q').selectionStart);
     if (error.status === 400 && typing && error.body?.error === 'invalid_filter') {
-      ask(withoutToken(q, typing.token)).catch((again) => { if (again.name !== 'AbortError') showFailure(again); });
+      ask(q, withoutToken(q, typing.token)).catch((again) => { if (again.name !== 'AbortError') showFailure(again); });
       return;
     }
     showFailure(error);
   });
 }
 
-function ask(q) {
-  return latest('search', spacePath('search'), { q, limit: SEARCH_LIMIT, sort: state.sort })
-    .then((body) => showResults({ ...body, asked: q }, sameQuery(state.searchBody, body)));
+// `typed`: the box's text these rows answer (`sent` may leave out a filter still being typed).
+function ask(typed, sent = typed) {
+  return latest('search', spacePath('search'), { q: sent, limit: SEARCH_LIMIT, sort: state.sort })
+    .then((body) => showResults({ ...body, typed }, sameQuery(state.searchBody, body)));
 }
 
 function showFailure(error) {
   state.searchBody = null;
+  state.enterWaiting = null;
   $('results').replaceChildren();
   showChips([], runSearch); // the chips of the query before would be stale
   select(-1);
@@ -96,11 +99,12 @@ export function showResults(body, keepSelection = false) {
   showRows(body, keepSelection, null);
   showChips(body.filters, runSearch);
   $('search-info').textContent = infoLine(body);
+  openWhenAnswered();
 }
 
 function showRows(body, keepSelection, label) {
   const selectedId = state.searchBody?.results?.[state.selected]?.id;
-  state.searchBody = body;
+  state.searchBody = { ...body, space: state.space };
   const results = body.results ?? [];
   $('results').replaceChildren(...results.map(hitRow));
   $('list-label').hidden = !label || !results.length;

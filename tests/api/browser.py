@@ -112,7 +112,7 @@ class Watched:
     dialogs: list[str] = field(default_factory=list)
 
     def assert_clean(self) -> None:
-        assert self.errors == []
+        assert self.errors == [], self.errors
         assert self.dialogs == []
 
 

@@ -563,11 +563,16 @@ def test_screenshots(browser: Browser, tmp_path: Path):
             page = context.new_page()
             page.goto(f"{url}?space=carnet&q=interop%C3%A9rabilit%C3%A9%20des%20applications")
             expect(page.locator("#results .badge.sens").first).to_be_visible(timeout=TIMEOUT_MS)
-            page.locator("#q").press("ArrowDown")
+            if name == "desktop":  # the side preview of the chosen hit
+                expect(page.locator("#preview-title")).not_to_be_empty()
             page.screenshot(path=str(out / f"spotlight-{name}.png"))
             if name == "desktop":
+                # A note with a table, tasks, a callout and a footnote, opened at the hit's section.
+                page.locator("#q").fill("bascule des écritures")
+                expect(page.locator("#results .hit-title").first).to_have_text("Migration vers PostgreSQL")
                 page.locator("#q").press("Enter")
-                expect(page.locator("#note-related a").first).to_be_visible(timeout=TIMEOUT_MS)
+                expect(page.locator("#note-content table")).to_be_visible()
+                page.evaluate("window.scrollTo(0, 0)")
                 page.screenshot(path=str(out / "note-desktop.png"))
             context.close()
 

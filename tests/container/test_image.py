@@ -120,7 +120,7 @@ def test_health_and_status(running: Container, tier: str) -> None:
     status = running.get_json("/status")
     assert {space["space"] for space in status["spaces"]} == {"carnet", "lab"}
     assert status["vector_search"] is (tier == "semantic")
-    assert {space["space"]: space["notes"] for space in status["spaces"]} == {"carnet": 6, "lab": 3}
+    assert {space["space"]: space["notes"] for space in status["spaces"]} == {"carnet": 7, "lab": 3}
 
 
 def test_french_search_without_accents_finds_the_accented_note(running: Container) -> None:
