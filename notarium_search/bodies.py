@@ -198,6 +198,7 @@ class NoteBody:
     dangling: list[LinkOut]
     content: str | None  # the Markdown file, with ?content=1
     html: str | None = None  # the body rendered and sanitised, with ?render=1 (api/preview.py)
+    open_url: str | None = None  # opens the note in its editor, when the space has an open_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +332,7 @@ def note_body(detail: NoteDetail) -> NoteBody:
         backlinks=[LinkedNoteOut(n.id, n.path, n.title) for n in detail.backlinks],
         dangling=[link_out(link) for link in detail.dangling],
         content=detail.content,
+        open_url=detail.open_url,
     )
 
 

@@ -388,7 +388,7 @@ class Service:
         text = read_markdown(space.config.path, payload.path, self.settings.max_file_bytes) if content else None
         record = metadata.record(payload, self.settings.activation_fields)
         body = body_of(text) if text is not None else None
-        return NoteDetail(record, tuple(links), tuple(dangling), backlinks, text, body)
+        return NoteDetail(record, tuple(links), tuple(dangling), backlinks, text, body, space.open_url(payload.path))
 
     def space_status(self, name: str) -> SpaceStatus:
         """One space's status (`/spaces/{space}/status`)."""

@@ -292,6 +292,7 @@ class NoteDetail:
     backlinks: tuple[NoteSummary, ...]  # notes linking here
     content: str | None  # the note's Markdown, when asked for
     body: str | None = None  # the same without its frontmatter (what a preview renders), when asked for
+    open_url: str | None = None  # opens the note in its editor (the space's open_url template)
 
 
 @dataclass(frozen=True, slots=True)

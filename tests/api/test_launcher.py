@@ -187,6 +187,11 @@ def test_enter_opens_the_editor_ctrl_enter_the_note_and_alt_keys_copy(browser: B
         expect(box).to_have_value("bascule")
         box.press("Enter")  # the primary action: the editor
         expect(page).to_have_url(re.compile(r"/healthz\?file=projets%2Fmigration-postgres\.md"))
+        # A note opened by its address (a link, a bookmark), not from a hit: the API's open_url.
+        page.goto(url + "#/note/travail/projets%2Fmigration-postgres.md")
+        expect(page.locator("#note-actions a")).to_have_attribute(
+            "href", re.compile(r"^/healthz\?file=projets%2Fmigration-postgres\.md")
+        )
 
 
 def test_the_empty_box_shows_recent_notes_and_the_last_searches(browser: Browser, launcher: str):
