@@ -54,6 +54,9 @@ export function renderInto(prefix, space, { note, aliases, links, backlinks, dan
   // Rendered and sanitised by the service (api/preview.py: no script, handler
   // or javascript: link survives), and the page's policy runs no inline script.
   if (html == null) $(`${prefix}-content`).textContent = t('fileGone'); else $(`${prefix}-content`).innerHTML = html;
+  // A body that opens with its title as an H1 (most notes): the title is not written twice.
+  const first = $(`${prefix}-content`).firstElementChild;
+  $(`${prefix}-title`).hidden = first?.tagName === 'H1' && first.textContent.trim() === note.title.trim();
   // A task's checkbox (disabled: the page never writes a note) is named by its task, for screen readers.
   for (const box of $(`${prefix}-content`).querySelectorAll('li > input[type="checkbox"]')) {
     box.setAttribute('aria-label', box.parentElement.textContent.trim().slice(0, 120));

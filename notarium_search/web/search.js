@@ -139,7 +139,9 @@ function indexing() {
 // One row: the title, the section it matched in, the channels; then one line of snippet and path:line.
 function hitRow(hit, index) {
   const snippet = hit.snippets[0];
-  const section = (hit.heading ?? snippet?.heading ?? []).join(' › ');
+  // The note's own H1 is its title again: the path starts below it.
+  const headings = hit.heading ?? snippet?.heading ?? [];
+  const section = (headings[0] === hit.title ? headings.slice(1) : headings).join(' › ');
   const head = el('span', { class: 'row-head' }, el('span', { class: 'hit-title' }, hit.title));
   if (section) head.append(el('span', { class: 'hit-section' }, section));
   head.append(...badges(hit), dateNode(hit, state.sort === 'created' ? 'created' : 'updated'));

@@ -114,7 +114,9 @@ def test_rows_fit_a_screen_with_where_each_hit_is_and_one_selection(browser: Bro
         expect(page.locator("#results li[aria-selected=true]")).to_have_count(1)
         box.fill("réplication logique")
         rich = page.locator("#results li", has=page.locator(".hit-title", has_text="Migration vers PostgreSQL"))
-        expect(rich.locator(".hit-section")).to_have_text("Migration vers PostgreSQL › Plan de bascule")
+        expect(rich.locator(".hit-section")).to_have_text("Plan de bascule")  # below the H1, which is its title
+        box.fill("ancien primaire")
+        expect(rich.locator(".hit-section")).to_have_text("Plan de bascule › Retour arrière")
         expect(rich.locator(".hit-where")).to_have_text(re.compile(r"^projets/migration-postgres\.md:\d+$"))
         watched.assert_clean()
 
