@@ -96,7 +96,8 @@ class SearchResult(NoteOut):
     line: int | None = None  # 1-based line in the file of its first highlight
     column: int | None = None
     # The query names this note: which of its names it is ("file_name",
-    # "title", "alias", "id", "path"), or starts with while typed ("title_prefix"…).
+    # "title", "alias", "id", "path"), or starts with while typed ("title_prefix"…),
+    # or whose words its abbreviated words start ("title_words"…).
     # Such notes come first (docs/ranking.md, "Known items").
     known: str | None = None
 

@@ -104,7 +104,9 @@ class KnownName:
     a ".md" suffix are folded away. Such notes come before every other hit,
     ordered by `order` (lexical/known.py)."""
 
-    name: str  # which name: "path", "file_name", "title", "alias" or "id"; "…_prefix" while typing
+    # Which name: "path", "file_name", "title", "alias" or "id"; "…_prefix" while
+    # typing; "file_name_words", "title_words", "alias_words": its words start the name's.
+    name: str
     order: tuple[int | str, ...]  # best first: exact before prefix, then as wiki-links resolve
 
 

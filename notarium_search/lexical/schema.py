@@ -21,9 +21,10 @@ from notarium_search.notes import location
 from notarium_search.notes.parse import flatten_meta
 from notarium_search.types import NoteSummary, ParsedNote, WikiLink
 
-SCHEMA_VERSION = 9  # 8: the names and headings of a note as whole terms (lexical/known.py), its file name searched
+SCHEMA_VERSION = 10  # 8: the names and headings of a note as whole terms (lexical/known.py), its file name searched
 # 9: folders matched ignoring case, path and file name kept folded (path:, file:), tags, folders and file names
 # counted (lexical/values.py), where the dates come from (PayloadHead.created_from)
+# 10: a note's names from each of their later words on (lexical/known.py: word starts)
 
 # Tantivy stores a date as i64 nanoseconds since the epoch and refuses any
 # other (a document, or a range query bound): a note dated 1515 is indexed as
@@ -61,6 +62,7 @@ def build_schema(analyzers: Analyzers) -> tantivy.Schema:
     # Every name of the note, folded, each one whole term: known items.
     sb.add_text_field(known.FIELD, tokenizer_name="raw", index_option="basic")
     sb.add_text_field(known.HEADINGS_FIELD, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field(known.WORD_STARTS_FIELD, tokenizer_name="raw", index_option="basic")
     # Everything a reader would search, in one BM25 field: on piaf-fr one
     # combined field beat separate title/body fields (docs/ranking.md).
     sb.add_text_field("text", tokenizer_name=stemmed)
@@ -230,6 +232,8 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         doc.add_text("file_name", stem)
     for name in names:
         doc.add_text(known.FIELD, name)
+    for rest in known.word_starts(note.path, note.title, note.aliases):
+        doc.add_text(known.WORD_STARTS_FIELD, rest)
     for heading in dict.fromkeys(known.name_key(h) for h in note.headings[: known.HEADINGS_PER_NOTE]):
         if heading:
             doc.add_text(known.HEADINGS_FIELD, heading)

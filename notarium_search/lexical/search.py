@@ -92,7 +92,8 @@ def search(
         else:  # deep: fusion will drop most of these, so only the note's head is decoded now
             hits.append(ChannelHit(decode_head(raw).summary(), score, (), evidence=later, known=name))
     unmatched = tuple(dict.fromkeys(t.surface for t in absent if not _prefix_matches(searcher, plan, t)))
-    return ChannelResult(CHANNEL, tuple(hits), unmatched)
+    # A note the query names holds each of its words, whole or as a word's start.
+    return ChannelResult(CHANNEL, tuple(hits), () if named else unmatched)
 
 
 def _named(

@@ -87,6 +87,9 @@ _NAMES = {
 
 
 def _named(known: str) -> str:
+    if known.endswith("_words"):  # lexical/known.py: the query's words start its words
+        name = known.removesuffix("_words")
+        return f"the start of words of {_NAMES.get(name, name)}"
     name = known.removesuffix("_prefix")
     what = _NAMES.get(name, name)
     return f"the start of {what}" if known != name else what
