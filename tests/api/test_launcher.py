@@ -18,7 +18,7 @@ from notarium_search.api.app import create_app
 from notarium_search.service import Service
 from notarium_search.settings import load_settings
 from notarium_search.types import IndexProgress
-from tests.api.browser import READY_SECONDS, opened, quiet, serving, started_server
+from tests.api.browser import READY_SECONDS, opened, pump_until, quiet, serving, started_server
 from tests.conftest import Vault
 
 if TYPE_CHECKING:
@@ -53,7 +53,9 @@ La réplication logique copie les tables pendant la bascule.
 
 ### Retour arrière
 
-~~Restaurer la sauvegarde~~ Basculer sur l'ancien primaire.
+~~Restaurer la sauvegarde~~ Basculer sur l'ancien primaire[^1].
+
+[^1]: Resté à jour par la réplication inverse.
 """
 
 
@@ -142,6 +144,14 @@ def test_the_side_preview_shows_the_selected_hit_at_its_section_with_its_words(b
             "!!(document.getElementById('preview-content').compareDocumentPosition("
             "document.getElementById('preview-meta')) & Node.DOCUMENT_POSITION_FOLLOWING)"
         )
+        # A marked word stays in its line (the rows' .hit is a block).
+        assert preview.locator("mark.hit").first.evaluate("(mark) => getComputedStyle(mark).display") == "inline"
+        # A footnote's link goes to the footnote, not to the page's router.
+        address = page.url
+        preview.locator("sup.footnote-ref a").first.click()
+        expect(preview.locator(".footnotes li").first).to_be_in_viewport()
+        assert page.url == address
+        expect(page.locator("#search-view")).to_be_visible()
         page.locator("#q").press("ArrowDown")
         chosen = selected_title(page)
         expect(preview.locator("#preview-title")).to_have_text(chosen)
@@ -349,4 +359,23 @@ def test_folders_left_out_of_the_spaces_root_are_named_on_the_page(browser: Brow
         expect(problems).to_contain_text("Mes Notes")
         expect(problems).to_contain_text("ignoré")
         expect(watched.page.locator("#space")).to_have_value("carnet")
+        watched.assert_clean()
+
+
+def test_enter_right_after_typing_opens_the_answer_to_what_was_typed(browser: Browser, launcher: str):
+    """Deterministic: the search's answer is held until Enter was pressed, while the rows
+    shown are the empty box's recent notes; Enter opens the first hit of the answer."""
+    from playwright.sync_api import Route, expect
+
+    with opened(browser, launcher) as watched:
+        page = watched.page
+        expect(page.locator("#list-label")).to_have_text("Notes récentes")
+        held: list[Route] = []
+        page.route("**/search?*", lambda route: held.append(route))
+        page.locator("#q").fill("protocoles")
+        pump_until(page, lambda: bool(held), "the search to be sent")
+        page.locator("#q").press("Enter")
+        expect(page.locator("#search-view")).to_be_visible()  # nothing opened from the rows of before
+        held[0].continue_()
+        expect(page.locator("#note-title")).to_have_text("Protocoles ouverts")
         watched.assert_clean()
