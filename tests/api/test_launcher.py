@@ -379,3 +379,16 @@ def test_enter_right_after_typing_opens_the_answer_to_what_was_typed(browser: Br
         held[0].continue_()
         expect(page.locator("#note-title")).to_have_text("Protocoles ouverts")
         watched.assert_clean()
+
+
+def test_first_letters_find_notes_by_the_starts_of_their_words(browser: Browser, launcher: str):
+    from playwright.sync_api import expect
+
+    with opened(browser, launcher) as watched:
+        page = watched.page
+        page.locator("#q").fill("ou")  # the start of the title's second word
+        expect(page.locator("#results .hit-title").first).to_have_text("Protocoles ouverts")
+        page.locator("#q").fill("mi po")
+        expect(page.locator("#results .hit-title").first).to_have_text("Migration vers PostgreSQL")
+        expect(page.locator("#search-info")).not_to_contain_text("introuvable")
+        watched.assert_clean()
