@@ -17,14 +17,8 @@ from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
 from notarium_search.api.explorer import CONTENT_SECURITY_POLICY, VENDOR_ASSETS, VENDOR_PATH
-from tests.api.test_web import (  # the page's real server, browser and watched page
-    TOKEN,
-    browser,  # noqa: F401 - a fixture
-    opened,
-    pump_until,
-    quiet,
-    started_server,
-)
+from tests.api.browser import opened, pump_until, quiet, started_server  # the page's server and watched page
+from tests.api.test_web import TOKEN
 from tests.conftest import Vault
 
 if TYPE_CHECKING:
@@ -105,7 +99,7 @@ def test_the_explorer_page_names_no_other_host_and_its_files_are_served_from_the
 
 @pytest.mark.slow
 def test_the_explorer_shows_and_calls_the_api_with_the_internet_blocked(
-    browser: Browser,  # noqa: F811 - the fixture imported above
+    browser: Browser,
     tmp_path: Path,
 ):
     from playwright.sync_api import expect

@@ -327,6 +327,8 @@ def test_note_links_of_parsed_stored_and_plain_notes():
         folder="x",
         created=0.0,
         updated=0.0,
+        created_from="frontmatter",
+        updated_from="frontmatter",
         links=tuple((link.target, link.heading, link.alias) for link in links),
         text="",
     )

@@ -9,7 +9,7 @@ import select
 import socket
 
 from notarium_search.api.app import create_app
-from tests.api.test_web import quiet, serving
+from tests.api.browser import quiet, serving
 from tests.conftest import Vault
 
 LIMIT = 4 * 1024 * 1024  # the MCP SDK's default bound (DEFAULT_MAX_REQUEST_BODY_SIZE)
