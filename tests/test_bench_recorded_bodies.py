@@ -46,7 +46,7 @@ def test_records_the_requests(recording: Path):
     assert list(answers) == REQUESTS
     assert all(a["status"] == 200 for a in answers.values())
     assert "date" not in answers["status carnet"]["headers"]
-    assert '"notes":6' in answers["status carnet"]["body"]
+    assert '"notes":7' in answers["status carnet"]["body"]
     assert '"took_ms":"<took_ms>"' in answers["search explain"]["body"]
     assert answers["feed page 2"]["body"] != answers["feed page 1"]["body"]  # the cursor was followed
     assert ".<mac>" in answers["feed page 1"]["body"]
