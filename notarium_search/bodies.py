@@ -136,6 +136,7 @@ class FilterOut:
 @dataclass(frozen=True, slots=True)
 class FeedItem(NoteOut):
     excerpt: SnippetOut | None  # where the words occur, else the note's opening lines
+    open_url: str | None = None  # opens the note in its editor, when the space has an open_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,7 +393,11 @@ def filters_out(filters: Iterable[TypedFilter]) -> list[FilterOut]:
 
 def feed_body(page: FeedPage) -> FeedBody:
     items = [
-        FeedItem(**_note_fields(n), excerpt=snippet_out(e) if (e := page.excerpts.get(n.id)) else None)
+        FeedItem(
+            **_note_fields(n),
+            excerpt=snippet_out(e) if (e := page.excerpts.get(n.id)) else None,
+            open_url=page.open_urls.get(n.id),
+        )
         for n in page.items
     ]
     return FeedBody(items, page.next_cursor, page.partial, filters_out(page.filters))

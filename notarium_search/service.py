@@ -342,7 +342,8 @@ class Service:
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
         items = tuple(n for n in page.items if space.on_disk(n))
-        return FeedPage(items, page.next_cursor, not space.ready, typed.filters, page.excerpts)
+        urls = {n.id: url for n in items if (url := space.open_url(n.path)) is not None}
+        return FeedPage(items, page.next_cursor, not space.ready, typed.filters, page.excerpts, urls)
 
     @guarded
     def notes(self, name: str, filters: FeedFilter, limit: int, cursor: str | None) -> NotesPage:

@@ -305,6 +305,8 @@ class FeedPage:
     filters: tuple[TypedFilter, ...] = ()  # typed in the query, in order
     # Per note id: where the words occur, or the note's opening lines.
     excerpts: Mapping[str, Snippet] = field(default_factory=dict)
+    # Per note id: the link that opens it in its editor, when the space has an open_url.
+    open_urls: Mapping[str, str] = field(default_factory=dict)
 
 
 class IndexState(StrEnum):

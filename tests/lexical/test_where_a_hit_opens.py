@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from notarium_search.bodies import feed_body
 from notarium_search.service import Service
 from notarium_search.types import FeedFilter, SearchHit, Snippet
 from tests.conftest import PROJECT_ROOT, Vault
@@ -123,3 +124,18 @@ def test_the_sample_vaults_headline_query_opens_at_the_word(vault: Vault):
     assert first.heading == ("L'agent sans API est aveugle",)
     second = placed(found["zettel/protocoles-ouverts.md"])
     assert (second.line, second.column) == (13, 11)
+
+
+def test_the_feeds_notes_open_in_the_editor_at_their_first_line(vault: Vault):
+    # The page's empty box lists the feed's newest notes: Enter on one opened the page's note
+    # view even in a space with an editor, because feed items carried no link.
+    vault.write("manage.md", MANAGE, space="en")
+    service = service_of(vault)
+    try:
+        page = service.feed("en", "", FeedFilter(), 10, None)
+    finally:
+        service.stop()
+    (item,) = feed_body(page).items
+    assert item.path == "manage.md"
+    assert item.open_url is not None
+    assert item.open_url.endswith("/manage.md:1#")
