@@ -8,9 +8,10 @@ const TOAST_MS = 2500;
 
 // Enter: the editor when the space has an `open_url` (docs/configuration.md), else the page's note view.
 // Ctrl/⌘+Enter: the other one (the note view when the editor is the first; the note view again when there is no editor).
+export const opensEditor = (hit, other = false) => Boolean(hit.open_url) && !other;
+
 export function openNote(space, hit, other = false) {
-  const toEditor = Boolean(hit.open_url) && !other;
-  if (toEditor) location.href = hit.open_url; else location.hash = noteHref(space, hit.id);
+  if (opensEditor(hit, other)) location.href = hit.open_url; else location.hash = noteHref(space, hit.id);
 }
 
 export async function copy(text) {
@@ -19,12 +20,13 @@ export async function copy(text) {
   } catch {
     // No clipboard API (a page served over plain HTTP to another machine is not a secure context):
     // the older copy command, from a field selected for the moment.
+    const focused = document.activeElement; // given back: the copy's field takes the focus for a moment
     const field = el('textarea', { class: 'sr-only', 'aria-hidden': 'true' }, text);
     document.body.append(field);
     field.select();
     const done = document.execCommand('copy');
     field.remove();
-    $('q').focus();
+    if (focused instanceof HTMLElement) focused.focus();
     if (!done) return toast(t('copyFailed'));
   }
   toast(t('copied', text));
@@ -33,11 +35,12 @@ export async function copy(text) {
 export const copyLink = (note) => copy(wikiLink(note));
 export const copyPath = (note) => copy(note.path);
 
+// #copied is a live region outside the views, always rendered (a region shown at the moment it
+// speaks is not announced by every screen reader): only its text changes, and it is empty when idle.
 function toast(text) {
   $('copied').textContent = text;
-  $('copied').hidden = false;
   clearTimeout(timers.toast);
-  timers.toast = setTimeout(() => { $('copied').hidden = true; }, TOAST_MS);
+  timers.toast = setTimeout(() => { $('copied').textContent = ''; }, TOAST_MS);
 }
 
 // The buttons: open (editor and/or note view), copy the link, copy the path.

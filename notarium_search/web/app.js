@@ -9,7 +9,7 @@ import { $, el, failure, LANG_KEY, params, prefs, SPACE_KEY, state, store, t, ti
 import { loadFeed, showFeed } from './feed.js';
 import { loadRelated, renderNote, showNote } from './note.js';
 import { onResultsClick, onResultsPointer, onSearchKey, select } from './keys.js';
-import { DEBOUNCE_MS, hideSuggestions, runSearch, scheduleSearch, searchFromAddress, showResults } from './search.js';
+import { DEBOUNCE_MS, hideSuggestions, runSearch, scheduleSearch, searchFromAddress, setQuery, showAgain } from './search.js';
 import { pollStatus, showStatus } from './status.js';
 
 function saveToken(value) {
@@ -32,7 +32,7 @@ function applyLanguage() {
   $('lang').title = t('otherName');
   $('lang').lang = t('other');
   // Re-render what is on screen from the answers we hold, rather than asking again.
-  if (state.searchBody) showResults(state.searchBody, true);
+  showAgain();
   if (!state.feedStale) showFeed();
   if (state.note) renderNote();
   if (state.status) showStatus(state.status);
@@ -43,6 +43,7 @@ function route() {
   const view = note ? 'note' : location.hash === '#/feed' ? 'feed' : 'search';
   for (const name of ['search', 'feed', 'note']) $(`${name}-view`).hidden = name !== view;
   for (const name of ['search', 'feed']) $(`tab-${name}`).classList.toggle('active', name === view);
+  if (view !== 'search') state.enterWaiting = null; // gone elsewhere: an Enter still waiting is not wanted
   if (view === 'note') {
     try {
       showNote(decodeURIComponent(note[1]), decodeURIComponent(note[2]));
@@ -107,11 +108,7 @@ function onShortcut(event) {
 
 $('q').addEventListener('input', scheduleSearch);
 $('results').addEventListener('click', onResultsClick);
-$('q').addEventListener('keydown', (event) => onSearchKey(event, () => {
-  $('q').value = '';
-  clearTimeout(timers.search);
-  runSearch();
-}));
+$('q').addEventListener('keydown', (event) => onSearchKey(event, () => setQuery('')));
 $('q').addEventListener('blur', () => setTimeout(hideSuggestions, DEBOUNCE_MS));
 $('results').addEventListener('pointermove', onResultsPointer);
 $('sort').addEventListener('change', () => {
@@ -126,6 +123,7 @@ $('feed-form').addEventListener('submit', (event) => { event.preventDefault(); l
 $('more').addEventListener('click', () => loadFeed(true));
 $('space').addEventListener('change', () => {
   state.space = $('space').value;
+  state.enterWaiting = null;
   store.set(SPACE_KEY, state.space);
   refresh();
 });

@@ -29,7 +29,7 @@ if (params.has('lang')) store.set(LANG_KEY, prefs.lang);
 
 export const state = {
   space: null, searchBody: null, selected: -1, list: '', feedItems: [], feedStale: true, cursor: null,
-  note: null, related: null, anchor: null, status: null, building: false, sort: 'relevance',
+  note: null, related: null, opened: null, enterWaiting: null, status: null, building: false, sort: 'relevance',
 };
 export const timers = {};
 

@@ -42,7 +42,8 @@ export function showChips(filters, onChange) {
 }
 
 export function removeFilter(q, f) {
-  const value = `(?:"${escaped(f.value)}"|${escaped(f.value)})`;
+  // Quoted with spaces inside the quotes (`tag:" projet "`), the service reads the value without them.
+  const value = `(?:"\\s*${escaped(f.value)}\\s*"|${escaped(f.value)})`;
   const pattern = new RegExp(`(^|\\s)${escaped(f.name)}:${value}(?=\\s|$)`, 'i');
   return q.replace(pattern, '$1').replace(/\s{2,}/g, ' ').trim();
 }
@@ -56,6 +57,10 @@ export function filterError(error) {
 }
 
 // -- completion ------------------------------------------------------------
+// The values listed under the box (a second listbox of the combobox): the first is what Tab takes;
+// the arrows move into them (the box's aria-activedescendant follows), and Enter then takes the one chosen.
+
+const suggestion = { asked: 0, at: 0, chosen: false };
 
 export function suggestValues() {
   clearTimeout(timers.suggest);
@@ -64,35 +69,73 @@ export function suggestValues() {
     hideSuggestions();
     return;
   }
+  const asked = ++suggestion.asked; // an answer landing after Esc, a blur or more typing is dropped
   timers.suggest = setTimeout(() => {
     api(spacePath('values'), { field: COMPLETED[typing.name], prefix: typing.value, limit: SUGGESTIONS })
       .then((body) => {
+        if (asked !== suggestion.asked || document.activeElement !== $('q')) return;
         if (unfinished($('q').value, $('q').selectionStart)?.token !== typing.token) return; // typed on meanwhile
         showSuggestions(typing, body.values ?? []);
       })
-      .catch(hideSuggestions);
+      .catch(() => { if (asked === suggestion.asked) hideSuggestions(); });
   }, ASK_MS);
 }
 
 function showSuggestions(typing, values) {
   const shown = values.filter((v) => v.value.toLowerCase() !== typing.value.toLowerCase());
   $('suggest').replaceChildren(...shown.map((v, i) => {
-    const option = el('li', { role: 'option', id: `suggest-${i}`, 'aria-selected': String(i === 0), 'data-value': v.value },
+    const option = el('li', { role: 'option', id: `suggest-${i}`, 'aria-selected': 'false', 'data-value': v.value },
       `${typing.name}:${v.value}`, el('span', { class: 'count' }, String(v.notes)));
     option.addEventListener('mousedown', (event) => { event.preventDefault(); complete(v.value); });
     return option;
   }));
   $('suggest').hidden = !shown.length;
+  if (shown.length) $('q').setAttribute('aria-controls', 'suggest');
+  markSuggestion(0, false);
+}
+
+function markSuggestion(at, chosen) {
+  Object.assign(suggestion, { at, chosen });
+  for (const [i, option] of [...$('suggest').children].entries()) option.setAttribute('aria-selected', String(i === at));
+  if (chosen) $('q').setAttribute('aria-activedescendant', `suggest-${at}`);
+}
+
+// The arrows while values are listed: Down goes into them, Up from the first goes back to the rows.
+export function moveSuggestion(step) {
+  const count = $('suggest').children.length;
+  if (!suggestion.chosen && step < 0) return false;
+  const at = suggestion.chosen ? suggestion.at + step : 0;
+  if (at < 0) {
+    markSuggestion(0, false);
+    rowActive();
+    return true;
+  }
+  markSuggestion(Math.min(at, count - 1), true);
+  return true;
+}
+
+export const suggestionChosen = () => suggesting() && suggestion.chosen;
+const suggestionValue = () => $('suggest').children[suggestion.at]?.dataset.value;
+
+function rowActive() {
+  const row = $(`hit-${state.selected}`);
+  if (row) $('q').setAttribute('aria-activedescendant', row.id); else $('q').removeAttribute('aria-activedescendant');
 }
 
 export function hideSuggestions() {
   clearTimeout(timers.suggest);
+  suggestion.asked += 1;
+  const wasShown = suggesting();
   $('suggest').hidden = true;
   $('suggest').replaceChildren();
+  if (wasShown) {
+    $('q').setAttribute('aria-controls', 'results');
+    rowActive();
+  }
 }
 
-// Tab (or a click) puts the first (or the clicked) value in the box, followed by a space: the filter is finished.
-export function complete(value = $('suggest').firstElementChild?.dataset.value) {
+// Tab, Enter on a chosen value or a click puts the value in the box, followed by a space: the filter is finished.
+export function complete(value = suggestionValue()) {
   const typing = unfinished($('q').value);
   if (!typing || value == null) return false;
   const before = $('q').value.slice(0, $('q').value.length - typing.token.length);

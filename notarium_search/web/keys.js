@@ -1,21 +1,22 @@
 // The rows as a listbox of the box's combobox (WAI-ARIA): one selection, moved by the arrows,
 // Home/End, Page Up/Down and the pointer; Enter and Ctrl/⌘+Enter open it; Alt+L and Alt+C copy.
 
-import { copyLink, copyPath, openNote } from './actions.js';
+import { copyLink, copyPath, openNote, opensEditor } from './actions.js';
 import { $, state } from './context.js';
-import { complete, hideSuggestions, suggesting } from './filters.js';
+import { complete, hideSuggestions, moveSuggestion, suggesting, suggestionChosen } from './filters.js';
 import { previewHit } from './preview.js';
 import { rememberSearch } from './recent.js';
 
 const PAGE = 8; // rows a Page Up/Down moves: about one screen of rows
 
-export function select(index) {
+// `scroll`: false when the rows were asked again and the same one stays chosen (the list stays where it was).
+export function select(index, scroll = true) {
   state.selected = index;
   for (const [i, item] of [...$('results').children].entries()) item.setAttribute('aria-selected', String(i === index));
   const chosen = $(`hit-${index}`);
   if (chosen) {
-    $('q').setAttribute('aria-activedescendant', chosen.id);
-    chosen.scrollIntoView({ block: 'nearest' });
+    if (!suggestionChosen()) $('q').setAttribute('aria-activedescendant', chosen.id);
+    if (scroll) chosen.scrollIntoView({ block: 'nearest' });
   } else {
     $('q').removeAttribute('aria-activedescendant');
   }
@@ -37,8 +38,15 @@ function moved(event, count) {
 }
 
 export function onSearchKey(event, clear) {
+  if (event.isComposing) return; // the keys belong to the input method until its text is composed
   const count = $('results').children.length;
-  if (event.key === 'Tab' && !event.shiftKey && suggesting()) {
+  if (suggesting() && (event.key === 'ArrowDown' || event.key === 'ArrowUp')) {
+    if (moveSuggestion(event.key === 'ArrowDown' ? 1 : -1)) {
+      event.preventDefault();
+      return;
+    }
+  }
+  if (suggesting() && ((event.key === 'Tab' && !event.shiftKey) || (event.key === 'Enter' && suggestionChosen()))) {
     if (complete()) event.preventDefault();
     return;
   }
@@ -52,11 +60,11 @@ export function onSearchKey(event, clear) {
   if (event.key === 'Enter') {
     event.preventDefault();
     // Typed then Enter at once: the rows shown may answer the text before (or be the empty box's
-    // recent notes); the hit opened is the first of the answer to what is in the box.
-    state.enterWaiting = { other: event.ctrlKey || event.metaKey };
+    // recent notes); the hit opened is the first of the answer to what is in the box. Anything
+    // done after the Enter (typing, Esc, another space or view) drops it (search.js, app.js).
+    state.enterWaiting = { other: event.ctrlKey || event.metaKey, typed: $('q').value, space: state.space };
     openWhenAnswered();
-  } else if (event.altKey && hit && (event.code === 'KeyL' || event.code === 'KeyC')) {
-    // By the key's place, not its letter: Alt+L on a Mac keyboard types "¬".
+  } else if (copyKey(event) && hit) {
     event.preventDefault();
     if (event.code === 'KeyL') copyLink(hit); else copyPath(hit);
   } else if (event.key === 'Escape') {
@@ -65,29 +73,36 @@ export function onSearchKey(event, clear) {
   }
 }
 
-const answered = () => {
-  const text = $('q').value;
-  return text.trim() ? state.searchBody?.typed === text : !state.searchBody?.typed;
-};
+// Alt+L, Alt+C, by the key's place, not its letter: Alt+L on a Mac keyboard types "¬". Not AltGr
+// (Ctrl+Alt on Windows), which types characters on many layouts (AltGr+L is "ł" in Polish).
+const copyKey = (event) => event.altKey && !event.ctrlKey && !event.metaKey
+  && !event.getModifierState('AltGraph') && (event.code === 'KeyL' || event.code === 'KeyC');
+
+// Whether the rows shown answer the text the Enter was pressed on, in its space
+// (the empty box's recent notes answer an empty box).
+function answered(waiting) {
+  const body = state.searchBody;
+  if (!body || body.space !== waiting.space || $('q').value !== waiting.typed) return false;
+  return waiting.typed.trim() ? body.typed === waiting.typed : !body.typed;
+}
 
 export function openWhenAnswered() {
   const waiting = state.enterWaiting;
-  if (!waiting || !answered()) return;
+  if (!waiting || !answered(waiting)) return;
   state.enterWaiting = null;
   const hit = selectedHit();
   if (hit) open(hit, waiting.other);
 }
 
-// What opening a hit keeps: its section and words for the note view, the search for the empty box.
-function opening(hit) {
-  state.anchor = hit.anchor ?? null;
-  state.opened = { id: hit.id, q: state.searchBody?.query || null, openUrl: hit.open_url ?? null };
-  rememberSearch(state.searchBody?.space, state.searchBody?.query ?? '');
-}
-
+// Opening a hit keeps the search for the empty box and, for the page's note view, the hit's
+// section and words (note.js takes them once; the editor needs neither).
 function open(hit, other) {
-  opening(hit);
-  openNote(state.searchBody?.space ?? state.space, hit, other);
+  const space = state.searchBody?.space ?? state.space;
+  const q = state.searchBody?.query ?? '';
+  rememberSearch(space, q);
+  state.opened = opensEditor(hit, other) ? null
+    : { space, id: hit.id, q: q || null, openUrl: hit.open_url ?? null, anchor: hit.anchor ?? null };
+  openNote(space, hit, other);
 }
 
 // A click on a row opens it as Enter does (Ctrl/⌘+click the other way); the pointer over a row selects it.

@@ -18,36 +18,39 @@ export function showNote(space, id) {
   $('note-content').textContent = '';
   $('back').focus();
   state.related = null;
-  const from = state.opened?.id === id ? state.opened : null; // the hit it was opened from
+  // The hit it was opened from (keys.js), taken once: a later visit to the note opens at its top.
+  const from = state.opened?.space === space && state.opened?.id === id ? state.opened : null;
+  state.opened = null;
   latest('note', notePath(space, id), { render: 1, q: from?.q }).then((body) => {
-    state.note = { space, body, openUrl: from?.openUrl ?? body.open_url ?? null };
-    renderNote();
+    state.note = { space, body, openUrl: from?.openUrl ?? body.open_url ?? null, anchor: from?.anchor ?? null };
+    renderNote(true);
     loadRelated();
   }).catch(reportUnlessAborted($('note-title')));
 }
 
-export function renderNote() {
-  const { space, body, openUrl } = state.note;
+// `first`: scrolled to the hit's section; drawn again (the language switched), the reader's place is kept.
+export function renderNote(first = false) {
+  const { space, body, openUrl, anchor } = state.note;
   document.title = `${body.note.title} — notarium`;
   renderInto('note', space, body);
   $('note-actions').replaceChildren(...actionButtons(space, body.note, openUrl, true));
   showRelated();
-  showSection($('note-content'), state.anchor, window);
-  state.anchor = null;
+  showSection($('note-content'), anchor, first ? window : null);
 }
 
 // Fills #{prefix}-title, -content, -meta and -links with the note.
 export function renderInto(prefix, space, { note, aliases, links, backlinks, dangling, html }) {
   $(`${prefix}-title`).textContent = note.title;
   const fromFile = (which) => (note.dates?.[which] === 'file' ? ` — ${t('fileDate')}` : '');
-  const rows = [['path', note.path], ['folder', note.folder], ['tags', note.tags.map((tag) => `#${tag}`).join(' ')],
-    ['aliases', aliases.join(', ')], ['created', date(note.created) + fromFile('created')],
-    ['updated', date(note.updated) + fromFile('updated')],
-    // The other frontmatter fields, as properties.
+  const rows = [[t('path'), note.path], [t('folder'), note.folder],
+    [t('tags'), note.tags.map((tag) => `#${tag}`).join(' ')], [t('aliases'), aliases.join(', ')], [t('created'), date(note.created) + fromFile('created')],
+    [t('updated'), date(note.updated) + fromFile('updated')],
+    // The other frontmatter fields, as properties, under their own names (never looked up in the
+    // strings table: a field called `reason` or `results` named a function there).
     ...Object.entries(note.fields ?? {}).filter(([key]) => !SHOWN_FIELDS.has(key))
       .map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)])];
   $(`${prefix}-meta`).replaceChildren(...rows.filter(([, value]) => value)
-    .flatMap(([key, value]) => [el('dt', {}, t(key) ?? key), el('dd', {}, value)]));
+    .flatMap(([label, value]) => [el('dt', {}, label), el('dd', {}, value)]));
   const linkTo = (linked) => el('a', { href: noteHref(space, linked.id) }, linked.title);
   $(`${prefix}-links`).replaceChildren(...section('outgoing', links, linkTo), ...section('backlinks', backlinks, linkTo),
     ...section('dangling', dangling, (link) => el('span', { class: 'dangling' }, link.target)));
@@ -91,11 +94,13 @@ function showRelated() {
 }
 
 // The hit's section (the heading it sits under), marked and scrolled to the top of `scroller`
-// (the window for the note view, the preview pane for the side preview); else the first marked word.
+// (the window for the note view, the preview pane for the side preview; null: marked, not scrolled);
+// else the first marked word.
 export function showSection(content, anchor, scroller) {
   const heading = anchor && [...content.querySelectorAll('h1, h2, h3, h4, h5, h6')]
     .find((node) => node.textContent.trim() === anchor);
   if (heading) heading.classList.add('matched');
+  if (!scroller) return;
   const target = heading ?? content.querySelector('mark.hit');
   if (!target) {
     if (scroller !== window) scroller.scrollTop = 0;

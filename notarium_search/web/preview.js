@@ -12,6 +12,7 @@ const FOLLOW_MS = 90;
 const KEPT = 24; // notes kept for going back and forth between rows
 
 const cache = new Map();
+let shownKey = null; // the note and query the pane holds
 
 export const previewShown = () => WIDE.matches;
 
@@ -19,6 +20,7 @@ export function previewHit(hit) {
   clearTimeout(timers.preview);
   if (!hit || !WIDE.matches) {
     $('preview').hidden = true;
+    shownKey = null;
     return;
   }
   // The space and the query the rows were asked with: the space picker may change before the pane follows.
@@ -27,10 +29,11 @@ export function previewHit(hit) {
 }
 
 function load(space, hit, q) {
-  const key = JSON.stringify([space, hit.id, q]);
+  // With the note's version: the rows asked again after an edit bring a new `updated`.
+  const key = JSON.stringify([space, hit.id, hit.updated, q]);
   const shown = (body) => {
     if (state.searchBody?.results?.[state.selected]?.id !== hit.id) return; // another row was chosen meanwhile
-    show(space, hit, body);
+    show(space, hit, body, key);
   };
   if (cache.has(key)) {
     shown(cache.get(key));
@@ -40,14 +43,23 @@ function load(space, hit, q) {
     cache.set(key, body);
     if (cache.size > KEPT) cache.delete(cache.keys().next().value);
     shown(body);
-  }).catch(() => { $('preview').hidden = true; }); // stale, or the note went away: the rows stand alone
+  }).catch((error) => {
+    if (error.name === 'AbortError') return; // another row's note asked for instead: that one will show
+    $('preview').hidden = true; // the note went away: the rows stand alone
+  });
 }
 
-function show(space, hit, body) {
+function show(space, hit, body, key) {
+  if (!WIDE.matches) return; // narrowed while the note was on its way
+  const again = key === shownKey && !$('preview').hidden; // the same note asked again: the reader's place is kept
+  const kept = $('preview').scrollTop;
   renderInto('preview', space, body);
-  $('preview-actions').replaceChildren(...actionButtons(space, body.note, hit.open_url, false));
+  // A recent note of the empty box is a feed item: its editor link is the note's own.
+  $('preview-actions').replaceChildren(...actionButtons(space, body.note, hit.open_url ?? body.open_url, false));
   $('preview').hidden = false;
-  showSection($('preview-content'), hit.anchor, $('preview'));
+  shownKey = key;
+  showSection($('preview-content'), hit.anchor, again ? null : $('preview'));
+  if (again) $('preview').scrollTop = kept;
 }
 
 // Narrowed to one column (a phone turned, a window shrunk): no pane; widened again: the selected hit's.

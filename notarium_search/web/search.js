@@ -33,7 +33,9 @@ export function runSearch() {
     // A filter still being typed (`after:2024-0`) is not an error yet: asked without it meanwhile.
     const typing = unfinished(q, $('q').selectionStart);
     if (error.status === 400 && typing && error.body?.error === 'invalid_filter') {
-      ask(q, withoutToken(q, typing.token)).catch((again) => { if (again.name !== 'AbortError') showFailure(again); });
+      const rest = withoutToken(q, typing.token);
+      if (!rest.trim()) showEmpty(true); // nothing but the filter being typed: the empty box, its values listed
+      else ask(q, rest).catch((again) => { if (again.name !== 'AbortError') showFailure(again); });
       return;
     }
     showFailure(error);
@@ -67,10 +69,16 @@ function keepInAddress(q) {
 
 export function searchFromAddress() {
   const q = new URLSearchParams(location.search).get('q') ?? '';
-  if ($('q').value !== q) {
-    $('q').value = q;
-    runSearch();
-  }
+  if ($('q').value !== q) setQuery(q);
+}
+
+// The box set by the page (a recent search picked, back or forward, Esc): an Enter waiting for
+// the text before is dropped.
+export function setQuery(q) {
+  state.enterWaiting = null;
+  $('q').value = q;
+  clearTimeout(timers.search);
+  runSearch();
 }
 
 function sameQuery(before, after) {
@@ -78,15 +86,17 @@ function sameQuery(before, after) {
 }
 
 // The empty box: the last searches and the space's recent notes, as rows to choose from.
-function showEmpty() {
+// `typing`: a filter is being typed alone (`tag:pro`): its values stay listed.
+function showEmpty(typing = false) {
   abort('search');
-  hideSuggestions();
+  if (!typing) hideSuggestions();
   showChips([], runSearch);
   $('search-info').textContent = '';
   if (!state.space) return;
-  showRecentSearches((q) => { $('q').value = q; runSearch(); });
+  showRecentSearches((q) => { setQuery(q); $('q').focus(); });
   recentNotes().then((notes) => {
-    if ($('q').value.trim()) return;
+    if ($('q').value.trim() && !typing) return;
+    // The feed's items, as rows (each with its editor link: api.md, "GET /spaces/{space}/feed").
     showRows({ query: '', results: notes.map((note) => ({ ...note, snippets: [], channels: {} })) }, false, 'recentNotes');
   }).catch(() => { /* no recent notes to show: the box still works */ });
 }
@@ -98,20 +108,29 @@ export function showResults(body, keepSelection = false) {
   }
   showRows(body, keepSelection, null);
   showChips(body.filters, runSearch);
-  $('search-info').textContent = infoLine(body);
-  openWhenAnswered();
+  const info = infoLine(body);
+  // A live region: written only when it says something new (a re-ask while indexing often does not).
+  if ($('search-info').textContent !== info) $('search-info').textContent = info;
+}
+
+// The rows on screen drawn again from the answer held (the language switched).
+export function showAgain() {
+  const body = state.searchBody;
+  if (body?.label) showRows(body, true, body.label); else if (body) showResults(body, true);
 }
 
 function showRows(body, keepSelection, label) {
   const selectedId = state.searchBody?.results?.[state.selected]?.id;
-  state.searchBody = { ...body, space: state.space };
+  state.searchBody = { ...body, space: state.space, label };
   const results = body.results ?? [];
   $('results').replaceChildren(...results.map(hitRow));
   $('list-label').hidden = !label || !results.length;
   if (label) $('list-label').textContent = t(label);
   $('q').setAttribute('aria-expanded', String(results.length > 0));
   const kept = keepSelection ? results.findIndex((hit) => hit.id === selectedId) : -1;
-  select(kept >= 0 ? kept : results.length ? 0 : -1); // the first hit is what Enter opens: shown as chosen
+  // The first hit is what Enter opens: shown as chosen. Asked again with the same hit chosen: the list stays put.
+  select(kept >= 0 ? kept : results.length ? 0 : -1, kept < 0);
+  openWhenAnswered();
 }
 
 function infoLine(body) {
@@ -125,7 +144,7 @@ function infoLine(body) {
     return parts.join(' ');
   }
   const parts = [t('results', results.length)];
-  if (body.unmatched_terms.length) parts.push(`${t('unmatched')} ${body.unmatched_terms.join(', ')}`);
+  if (body.unmatched_terms?.length) parts.push(`${t('unmatched')} ${body.unmatched_terms.join(', ')}`);
   if (body.partial) parts.push(progress[1] ? t('partialCount', ...progress) : t('partial'));
   return parts.join(' · ');
 }
