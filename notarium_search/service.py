@@ -34,6 +34,7 @@ from notarium_search.lexical import search as lexical
 from notarium_search.lexical import values as lexical_values
 from notarium_search.logsetup import get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
+from notarium_search.notes import formats
 from notarium_search.notes.parse import body_of
 from notarium_search.notes.scan import open_note
 from notarium_search.query_embedding import QueryEmbedding, is_embedder_error
@@ -446,15 +447,26 @@ class Service:
 
 
 def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
-    """A note's file as text, read-only; None when it is gone or not inside
-    the space (the path comes from the index, but a symlink may have moved):
-    opened, then checked, as indexing reads it (scan.open_note)."""
+    """A note's file as Markdown for people, read-only: a Markdown note's text,
+    what another format shows of its file (a canvas's cards, a PDF's pages:
+    notes/formats.py, `shown`). None when it is gone, not inside the space
+    (the path comes from the index, but a symlink may have moved: opened, then
+    checked, as indexing reads it, scan.open_note) or no longer readable."""
+    fmt = formats.for_path(rel_path)
+    limit = max_bytes if fmt is None else formats.byte_limit(fmt, max_bytes)
     try:
         with open_note(os.path.realpath(root), rel_path) as stream:
-            raw = stream.read(max_bytes)
+            raw = stream.read(limit + 1)
     except OSError:  # gone, unreadable, or OutsideSpace
         return None
-    return raw.decode("utf-8-sig", errors="replace")
+    truncated = len(raw) > limit
+    raw = raw[:limit]
+    if fmt is None or fmt is formats.MARKDOWN:
+        return raw.decode("utf-8-sig", errors="replace")
+    try:
+        return fmt.shown(raw, rel_path, truncated=truncated)
+    except formats.NotANote:
+        return None
 
 
 def _check_limit(limit: int) -> None:

@@ -5,8 +5,9 @@ Each field is percent-encoded for where it goes: {vault} and {path} as query
 values (every reserved character, `/` included: Obsidian asks for `%2F`),
 {abs_path} as a path, with its leading `/` (`vscode://file{abs_path}:{line}`);
 {heading} (the match's section, "" before the first heading) as a query
-value; {path_heading} is the path without `.md` then `#` and the heading
-(Obsidian's link text, which its URI's `file` accepts to open at a heading),
+value; {path_heading} is Obsidian's link text for the note at that section
+(the path without `.md` then `#` and the heading; a PDF's `paper.pdf#page=3`:
+notes/formats.py, `link_text`), which its URI's `file` accepts,
 as a query value; {line} is the match's line in the file (1 when unknown). Spaces, accents,
 `#`, `&` and `?` in a file name never break the link. Pure: no I/O but the
 one look for `.obsidian/` when the space's template is automatic.
@@ -17,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
+from notarium_search.notes import formats
 from notarium_search.settings import SpaceConfig
 
 # Obsidian's URI documentation (help.obsidian.md/uri, "Open a heading or
@@ -39,7 +41,7 @@ def render(template: str, root: Path, path: str, heading: str = "", line: int = 
     """The template filled for the note at `path` (POSIX, relative to the space
     folder `root`), at the section `heading` and the file line `line` of its match."""
     absolute = (root / path).as_posix()
-    link_text = path.removesuffix(".md") + (f"#{heading}" if heading else "")
+    link_text = formats.link_text(path, heading)
     return template.format(
         vault=quote(root.name, safe=""),
         path=quote(path, safe=""),

@@ -289,8 +289,11 @@ class SpaceIndexer:
         set_aside = self._reading_marks().quarantined(source)
         if set_aside is not None:
             return self._skip_read(Entry(source.mtime_ns, source.size, "", None), progress, source.path, set_aside)
-        limit = self.settings.max_file_bytes
+        limit = formats.byte_limit(fmt, self.settings.max_file_bytes)
         too_big = source.size > limit
+        if too_big and fmt.max_bytes is not None:  # the format needs whole files: never cut one
+            why = f"larger than {limit} bytes, the most a {fmt.name} file is read at ({source.size})"
+            return self._skip_read(Entry(source.mtime_ns, source.size, "", None), progress, source.path, why)
         try:
             with open_note(self._root_real, source.path) as handle:
                 raw = handle.read(limit if too_big else -1)

@@ -21,19 +21,22 @@ import re
 from datetime import datetime
 from typing import Protocol
 
-from notarium_search.notes import parse
-from notarium_search.notes.parse import NotANote
+from notarium_search.notes.parse import MARKDOWN, NotANote
 from notarium_search.types import ParsedNote
 
 __all__ = [
+    "MARKDOWN",
     "NotANote",
     "NoteFormat",
+    "byte_limit",
     "default_include",
     "fingerprint",
     "for_path",
     "include_patterns",
+    "link_text",
     "register",
     "registered",
+    "shown",
     "unread_reason",
     "unregister",
 ]
@@ -69,10 +72,29 @@ class NoteFormat(Protocol):
         """Bump it whenever what `read` returns for some file changes: every space is rebuilt."""
         ...
 
+    @property
+    def max_bytes(self) -> int | None:
+        """None: a file is read up to `max_file_bytes`, the rest cut off
+        (`oversize`). An int: the format needs whole files (a cut PDF is no
+        PDF) and reads them up to that size; a bigger one is skipped."""
+        ...
+
     def read(self, raw: bytes, path: str, mtime: datetime, *, truncated: bool) -> ParsedNote:
         """The note in `raw`, the file's bytes (only its first `max_file_bytes`
         when `truncated`); `path` is POSIX and relative to the space, `mtime`
         the file's modification time (aware), a note's date when it has none."""
+        ...
+
+    def shown(self, raw: bytes, path: str, *, truncated: bool) -> str:
+        """The note as Markdown for people (the note view, MCP `get_note`'s
+        `content`): a Markdown note's own text, a canvas's cards, a PDF's
+        pages under `## page N`. Raises `NotANote` as `read` does."""
+        ...
+
+    def link_text(self, path: str, heading: str) -> str:
+        """Obsidian's link text for the note at `heading` ("" for the note
+        itself), as its `[[…]]` links and URIs write it: `notes/a#Intro` for a
+        Markdown note, `paper.pdf#page=3` for a PDF's page."""
         ...
 
 
@@ -127,6 +149,28 @@ def unread_reason(rel_path: str) -> str:
     return f"no note format reads {what} (formats read: {', '.join(_BY_SUFFIX)})"
 
 
+def byte_limit(fmt: NoteFormat, max_file_bytes: int) -> int:
+    """How many bytes of a file of this format are read (`max_bytes`)."""
+    return max_file_bytes if fmt.max_bytes is None else fmt.max_bytes
+
+
+def shown(raw: bytes, path: str, *, truncated: bool) -> str:
+    """The file as Markdown for people, by its format (`NotANote` when none reads it)."""
+    fmt = for_path(path)
+    if fmt is None:
+        raise NotANote(unread_reason(path))
+    return fmt.shown(raw, path, truncated=truncated)
+
+
+def link_text(path: str, heading: str = "") -> str:
+    """Obsidian's link text for `path` at `heading`, by its format (a file no
+    format reads: its path, then `#` and the heading)."""
+    fmt = for_path(path)
+    if fmt is None:
+        return path + (f"#{heading}" if heading else "")
+    return fmt.link_text(path, heading)
+
+
 def default_include() -> tuple[str, ...]:
     """`include` when a space does not set it: every file of a registered format."""
     return tuple(f"**/*{suffix}" for suffix in _BY_SUFFIX)
@@ -151,5 +195,5 @@ def fingerprint(include: tuple[str, ...]) -> str:
     return "-".join(tokens)
 
 
-for _built_in in (parse.MARKDOWN,):
+for _built_in in (MARKDOWN,):
     register(_built_in)

@@ -183,9 +183,16 @@ class MarkdownFormat:
     name = "markdown"
     suffixes = (".md",)
     version = PARSER_VERSION
+    max_bytes = None  # a note too big is cut at max_file_bytes (or skipped: `oversize`)
 
     def read(self, raw: bytes, path: str, mtime: datetime, *, truncated: bool = False) -> ParsedNote:
         return parse_note(decode_note(raw, truncated=truncated), path, mtime)
+
+    def shown(self, raw: bytes, path: str, *, truncated: bool = False) -> str:
+        return decode_note(raw, truncated=truncated)
+
+    def link_text(self, path: str, heading: str) -> str:
+        return path.removesuffix(".md") + (f"#{heading}" if heading else "")
 
 
 MARKDOWN = MarkdownFormat()

@@ -37,6 +37,13 @@ class PlainText:
     version: int = 1
     name: str = "plain_text"
     suffixes: tuple[str, ...] = (".txt",)
+    max_bytes: int | None = None
+
+    def shown(self, raw: bytes, path: str, *, truncated: bool = False) -> str:
+        return decode_note(raw, truncated=truncated)
+
+    def link_text(self, path: str, heading: str) -> str:
+        return path + (f"#{heading}" if heading else "")
 
     def read(self, raw: bytes, path: str, mtime: datetime, *, truncated: bool = False) -> ParsedNote:
         text = decode_note(raw, truncated=truncated)  # refuses binary and non-UTF-8 files (NotANote)
