@@ -35,7 +35,7 @@ DEFAULT_MAX_TOKENS = 512
 
 # Folders that are tool state, not notes: Obsidian settings, VCS, trash.
 DEFAULT_EXCLUDE = (".obsidian/**", ".git/**", ".trash/**", "node_modules/**")
-DEFAULT_INCLUDE = ("**/*.md",)
+DEFAULT_INCLUDE = ("**/*.md", "**/*.pdf", "**/*.canvas")
 
 
 @dataclass(frozen=True, slots=True)

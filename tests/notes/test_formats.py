@@ -18,7 +18,9 @@ import pytest
 from notarium_search.index.indexer import index_fingerprint
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.notes import formats, parse
+from notarium_search.notes.canvas import CANVAS
 from notarium_search.notes.parse import MARKDOWN, PARSER_VERSION, NotANote, decode_note
+from notarium_search.notes.pdf import PDF
 from notarium_search.notes.scan import scan_space, stat_paths
 from notarium_search.service import Service
 from notarium_search.settings import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Settings, SpaceConfig, load_settings
@@ -26,6 +28,7 @@ from notarium_search.types import FeedFilter, ParsedNote
 from tests.conftest import Vault, ids
 
 NO_FILTER = FeedFilter()
+BUILT_INS = (MARKDOWN, PDF, CANVAS)
 ROOT = Path(__file__).parents[2]
 
 
@@ -86,14 +89,15 @@ def indexed(vault: Vault, settings: Settings) -> Service:
     return vault.service(spaces=settings.spaces)
 
 
-def test_markdown_is_the_registered_built_in():
-    assert formats.registered() == (MARKDOWN,)
+def test_the_built_in_formats_are_registered():
+    assert formats.registered() == BUILT_INS
     assert formats.for_path("dossier/note.md") is MARKDOWN
     assert formats.for_path("NOTE.MD") is MARKDOWN  # as before: an `include` matching it read it as Markdown
-    assert formats.for_path("plan.canvas") is None
+    assert formats.for_path("plan.canvas") is CANVAS
+    assert formats.for_path("Articles/Étude.PDF") is PDF
     assert formats.for_path("README") is None
     # What `include` means when not set is what settings and docs/notes.md say it is.
-    assert formats.default_include() == DEFAULT_INCLUDE == ("**/*.md",)
+    assert formats.default_include() == DEFAULT_INCLUDE == ("**/*.md", "**/*.pdf", "**/*.canvas")
 
 
 def test_register_refuses_a_format_it_could_not_tell_apart(plain_text: PlainText):
@@ -106,24 +110,26 @@ def test_register_refuses_a_format_it_could_not_tell_apart(plain_text: PlainText
             formats.register(PlainText(name="other", suffixes=suffixes))
     with pytest.raises(ValueError, match="version"):
         formats.register(PlainText(name="other", suffixes=(".text",), version=-1))
-    assert formats.registered() == (MARKDOWN, plain_text)  # nothing half-registered
+    assert formats.registered() == (*BUILT_INS, plain_text)  # nothing half-registered
 
 
-def test_the_markdown_fingerprint_is_the_one_before_the_registry(vault: Vault):
-    """Spaces of Markdown indexed before the registry are not rebuilt: the
-    fingerprint is the string index/indexer.py wrote before it, byte for byte."""
+def test_the_fingerprint_names_each_format_markdown_as_before_the_registry(vault: Vault):
+    """Markdown's part is the string index/indexer.py wrote before the registry
+    ("parser12"); the PDF and canvas formats (issue 32) add theirs, so a space
+    indexed before them is rebuilt once, its PDFs and canvases read. Whether
+    `include` is unset, the default, or a set of Markdown patterns, it is the same."""
     vault.write("a.md", "texte")
     settings = Settings()
-    before = (
-        f"{lexical_fingerprint('fr')}-parser{PARSER_VERSION}-max{settings.max_file_bytes}-{settings.oversize}"
-        "-collections-none"
+    expected = (
+        f"{lexical_fingerprint('fr')}-parser{PARSER_VERSION}-canvas1-pdf1"
+        f"-max{settings.max_file_bytes}-{settings.oversize}-collections-none"
     )
-    assert index_fingerprint(SpaceConfig("notes", vault.root / "notes"), settings) == before
+    assert index_fingerprint(SpaceConfig("notes", vault.root / "notes"), settings) == expected
     (default,) = loaded(vault).spaces
     assert default.include == ()  # not set: the registered formats'
-    assert index_fingerprint(default, settings) == before
+    assert index_fingerprint(default, settings) == expected
     (explicit,) = loaded(vault, 'include = ["*.md", "projets/**/*.MD"]\n').spaces
-    assert index_fingerprint(explicit, settings) == before
+    assert index_fingerprint(explicit, settings) == expected
 
 
 def test_an_include_that_may_match_other_files_rebuilds_once():
@@ -136,14 +142,15 @@ def test_an_include_that_may_match_other_files_rebuilds_once():
 
 
 def test_default_include_scans_every_registered_format(vault: Vault, plain_text: PlainText):
-    for rel_path in ("a.md", "b.txt", "sous/c.txt", "d.canvas", "e"):
+    for rel_path in ("a.md", "b.txt", "sous/c.txt", "d.canvas", "e", "f.xyz"):
         vault.write(rel_path, "texte")
     notes = vault.root / "notes"
-    assert [f.path for f in scan_space(notes, (), DEFAULT_EXCLUDE).files] == ["a.md", "b.txt", "sous/c.txt"]
-    found, missing = stat_paths(notes, ["b.txt", "d.canvas", "gone.txt"], (), DEFAULT_EXCLUDE) or ([], [])
+    scanned = ["a.md", "b.txt", "d.canvas", "sous/c.txt"]
+    assert [f.path for f in scan_space(notes, (), DEFAULT_EXCLUDE).files] == scanned
+    found, missing = stat_paths(notes, ["b.txt", "f.xyz", "gone.txt"], (), DEFAULT_EXCLUDE) or ([], [])
     assert ([f.path for f in found], missing) == (["b.txt"], ["gone.txt"])
     # An include written in the file is as it was: only what it matches.
-    assert [f.path for f in scan_space(notes, DEFAULT_INCLUDE, DEFAULT_EXCLUDE).files] == ["a.md"]
+    assert [f.path for f in scan_space(notes, DEFAULT_INCLUDE, DEFAULT_EXCLUDE).files] == ["a.md", "d.canvas"]
 
 
 def test_a_format_registered_in_the_tests_is_indexed_and_searched(vault: Vault, plain_text: PlainText):
@@ -163,7 +170,8 @@ def test_a_format_registered_in_the_tests_is_indexed_and_searched(vault: Vault, 
         assert status.notes == 2
         assert [(s.path, s.reason) for s in status.skipped_notes] == [("binaire.txt", "binary file (NUL byte)")]
         fingerprint = index_fingerprint(settings.spaces[0], settings)
-        assert fingerprint.split("-")[4:6] == ["parser" + str(PARSER_VERSION), "plain_text1"]
+        tokens = ["parser" + str(PARSER_VERSION), "canvas1", "pdf1", "plain_text1"]
+        assert fingerprint.split("-")[4:8] == tokens
     finally:
         service.stop()
 
@@ -180,19 +188,19 @@ def test_a_format_registered_in_the_tests_is_indexed_and_searched(vault: Vault, 
 
 
 def test_a_file_no_format_reads_is_skipped_not_read_as_markdown(vault: Vault, caplog: pytest.LogCaptureFixture):
-    """`include = ["**/*.canvas"]` with no canvas format: the JSON is not
+    """`include = ["**/*.xyz"]` with no format for it: the JSON is not
     indexed as Markdown; status says why, and it is not read again until it changes."""
     vault.write("a.md", "---\nid: a\n---\nUne note.\n")
-    vault.write("plan.canvas", json.dumps({"nodes": [{"id": "1", "type": "text", "text": "Cartographie"}]}))
-    settings = loaded(vault, 'include = ["**/*.md", "**/*.canvas"]\n')
+    vault.write("plan.xyz", json.dumps({"nodes": [{"id": "1", "type": "text", "text": "Cartographie"}]}))
+    settings = loaded(vault, 'include = ["**/*.md", "**/*.xyz"]\n')
     with caplog.at_level(logging.WARNING):
         service = indexed(vault, settings)
     try:
         assert ids(service.search("notes", "cartographie", NO_FILTER, 10)) == []
-        why = "no note format reads .canvas files (formats read: .md)"
-        assert [(s.path, s.reason) for s in service.status()[0].skipped_notes] == [("plan.canvas", why)]
+        why = "no note format reads .xyz files (formats read: .md, .pdf, .canvas)"
+        assert [(s.path, s.reason) for s in service.status()[0].skipped_notes] == [("plan.xyz", why)]
         logged = [r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg.get("event") == "note_skipped"]
-        assert [(e["path"], e["reason"]) for e in logged] == [("plan.canvas", why)]
+        assert [(e["path"], e["reason"]) for e in logged] == [("plan.xyz", why)]
     finally:
         service.stop()
     service = indexed(vault, settings)
