@@ -256,6 +256,7 @@ def test_links_to_a_pdf_resolve_and_a_hit_opens_at_its_page(vault: Vault):
         pdf_detail = service.note("notes", "docs/lisible.pdf", content=True)
         assert [n.id for n in pdf_detail.backlinks] == ["note.md"]
         assert pdf_detail.body == "## page 1\n\nLe protocole de Kyoto.\n\n## page 2\n\nRatifié en 2005 par la Russie."
+        assert pdf_detail.content == pdf_detail.body  # MCP get_note's text
         (hit,) = service.search("notes", "Russie", NO_FILTER, 10).results
         best = hit.placed()
         assert best is not None
