@@ -31,6 +31,7 @@ from tests.container.running import (
     new_volume,
     unique,
 )
+from tests.notes.test_pdf import written
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(3 * READY_SECONDS + 1800)]
 
@@ -52,7 +53,11 @@ def image(request: pytest.FixtureRequest, tier: str) -> Built:
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory, tier: str) -> Path:
-    return copy_sample_vault(tmp_path_factory.mktemp(f"vault-{tier}") / "vault")
+    """The sample vault, and a PDF beside its notes: the image reads PDFs (PDFium in its child process)."""
+    copied = copy_sample_vault(tmp_path_factory.mktemp(f"vault-{tier}") / "vault")
+    pages = ["Sommaire du rapport.", "La télémétrie des capteurs est chiffrée de bout en bout."]
+    (copied / "lab" / "rapport-capteurs.pdf").write_bytes(written(pages, "Rapport capteurs"))
+    return copied
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +125,18 @@ def test_health_and_status(running: Container, tier: str) -> None:
     status = running.get_json("/status")
     assert {space["space"] for space in status["spaces"]} == {"carnet", "lab"}
     assert status["vector_search"] is (tier == "semantic")
-    assert {space["space"]: space["notes"] for space in status["spaces"]} == {"carnet": 7, "lab": 3}
+    assert {space["space"]: space["notes"] for space in status["spaces"]} == {"carnet": 7, "lab": 4}
+
+
+def test_a_pdf_is_searched_and_a_hit_says_its_page(running: Container) -> None:
+    found = running.get_json("/spaces/lab/search?q=telemetrie%20capteurs")
+    best = found["results"][0]
+    assert (best["path"], best["title"], best["anchor"], best["line"]) == (
+        "rapport-capteurs.pdf",
+        "Rapport capteurs",
+        "page 2",
+        2,
+    ), found
 
 
 def test_french_search_without_accents_finds_the_accented_note(running: Container) -> None:
