@@ -21,7 +21,9 @@ import re
 from datetime import datetime
 from typing import Protocol
 
+from notarium_search.notes.canvas import CANVAS
 from notarium_search.notes.parse import MARKDOWN, NotANote
+from notarium_search.notes.pdf import PDF
 from notarium_search.types import ParsedNote
 
 __all__ = [
@@ -195,5 +197,5 @@ def fingerprint(include: tuple[str, ...]) -> str:
     return "-".join(tokens)
 
 
-for _built_in in (MARKDOWN,):
+for _built_in in (MARKDOWN, PDF, CANVAS):
     register(_built_in)
