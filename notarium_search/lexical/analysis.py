@@ -13,7 +13,34 @@ import tantivy
 from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 
 MAX_TOKEN_CHARS = 40  # longer "words" are hashes, base64 or URLs: noise in BM25
-_SNOWBALL = {"fr": "french", "en": "english"}
+# settings.LANGUAGES → Tantivy's Snowball stemmer (and stop word list) names.
+SNOWBALL = {
+    "fr": "french",
+    "en": "english",
+    "ar": "arabic",
+    "da": "danish",
+    "de": "german",
+    "el": "greek",
+    "es": "spanish",
+    "fi": "finnish",
+    "hu": "hungarian",
+    "it": "italian",
+    "nl": "dutch",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+}
+# Tantivy has no stop word list for these: every word is kept in the BM25 field.
+NO_STOP_WORDS = frozenset({"ar", "el", "ro", "ta", "tr"})
+# Folded before stemming (measured in French: docs/ranking.md; English has
+# hardly any accents). Other languages are stemmed first, as their Snowball
+# stemmers are written for accented words: Spanish "corrió" stems to "corr",
+# as "correr" does, and folded first to "corri".
+FOLD_BEFORE_STEMMING = frozenset({"fr", "en"})
 # Words dropped from the BM25 field besides Tantivy's stop word lists: how a
 # question is asked ("combien", "what", "does"), and the elided forms the
 # tokenizer leaves ("jusqu'à" → "jusqu", "à"). Rare in notes, so each one that
@@ -46,7 +73,8 @@ class Analyzers:
     """lowercase → stop words (and QUESTION_WORDS) → ascii_fold → Snowball stemmer: the BM25 field.
     Stop words are removed before folding because the lists are accented;
     folding before stemming makes `interopérabilité`, `interoperabilite` and
-    `Interopérabilités` one term."""
+    `Interopérabilités` one term. Outside FOLD_BEFORE_STEMMING, the stemmer
+    comes before the folding; no stop words where Tantivy has no list."""
     plain: tantivy.TextAnalyzer
     """lowercase → ascii_fold, every word kept: exact phrases, prefixes, typos
     and queries made only of stop words."""
@@ -60,17 +88,18 @@ FOLD = TextAnalyzerBuilder(Tokenizer.simple()).filter(Filter.lowercase()).filter
 
 @cache
 def analyzers(language: str) -> Analyzers:
-    snowball = _SNOWBALL[language]
-    stemmed = (
-        TextAnalyzerBuilder(Tokenizer.simple())
-        .filter(Filter.remove_long(MAX_TOKEN_CHARS))
-        .filter(Filter.lowercase())
-        .filter(Filter.stopword(snowball))
-        .filter(Filter.custom_stopword(QUESTION_WORDS[language]))
-        .filter(Filter.ascii_fold())
-        .filter(Filter.stemmer(snowball))
-        .build()
-    )
+    snowball = SNOWBALL[language]
+    builder = TextAnalyzerBuilder(Tokenizer.simple()).filter(Filter.remove_long(MAX_TOKEN_CHARS))
+    builder = builder.filter(Filter.lowercase())
+    if language not in NO_STOP_WORDS:
+        builder = builder.filter(Filter.stopword(snowball))
+    if QUESTION_WORDS.get(language):
+        builder = builder.filter(Filter.custom_stopword(QUESTION_WORDS[language]))
+    if language in FOLD_BEFORE_STEMMING:
+        builder = builder.filter(Filter.ascii_fold()).filter(Filter.stemmer(snowball))
+    else:
+        builder = builder.filter(Filter.stemmer(snowball)).filter(Filter.ascii_fold())
+    stemmed = builder.build()
     plain = (
         TextAnalyzerBuilder(Tokenizer.simple())
         .filter(Filter.remove_long(MAX_TOKEN_CHARS))

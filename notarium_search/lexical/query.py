@@ -55,9 +55,13 @@ LANGUAGE_BOOSTS: dict[str, LanguageBoosts] = {
 }
 
 
+# Languages with no measurement yet get plain BM25 on stems, as English.
+UNMEASURED_BOOSTS = LanguageBoosts(exact_form=0.0, proximity=0.0)
+
+
 def language_boosts(ranking: RankingConfig, language: str) -> LanguageBoosts:
     """The configured boosts, or the language's measured defaults where unset."""
-    default = LANGUAGE_BOOSTS[language]  # every language a space may have (settings.LANGUAGES)
+    default = LANGUAGE_BOOSTS.get(language, UNMEASURED_BOOSTS)
     return LanguageBoosts(
         default.exact_form if ranking.exact_form_boost is None else ranking.exact_form_boost,
         default.proximity if ranking.proximity_boost is None else ranking.proximity_boost,

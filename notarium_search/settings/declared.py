@@ -22,7 +22,9 @@ SPACE_NAME_PATTERN = "[a-z0-9][a-z0-9_-]*"
 # Anchored with \Z, not $: `$` also matches before a final newline, so
 # "abc\n" passed. With \Z even a plain `.match` checks the whole name.
 SPACE_NAME_RE = re.compile(rf"{SPACE_NAME_PATTERN}\Z")
-LANGUAGES = ("fr", "en")
+# A space's analyzer language: ISO 639-1 codes of the 18 Snowball stemmers
+# Tantivy ships (lexical/analysis.py maps each to its stemmer); French first.
+LANGUAGES = ("fr", "en", "ar", "da", "de", "el", "es", "fi", "hu", "it", "nl", "no", "pt", "ro", "ru", "sv", "ta", "tr")
 OVERSIZE_POLICIES = ("truncate", "skip")
 CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (semantic/chunking.py)
 
@@ -240,7 +242,8 @@ class SpaceConfig:
     name: str
     path: Path
     language: str = "fr"
-    """Analyzer language: "fr" (French stemming + stop words) or "en"."""
+    """Analyzer language: "fr" (French stemming + stop words), "en", or another
+    Snowball language by its ISO 639-1 code ("de", "es", "it"…: LANGUAGES)."""
     include: tuple[str, ...] = DEFAULT_INCLUDE
     """Glob patterns (relative POSIX paths) a note must match."""
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE

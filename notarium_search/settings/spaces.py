@@ -242,7 +242,7 @@ def _check_space(config: SpaceConfig) -> None:
     as a folder gone away is (index/passes.py): its index kept, status saying
     why, tried again until the folder is there; the others serve."""
     if config.language not in LANGUAGES:
-        raise ConfigError(f"space {config.name}: language must be one of {LANGUAGES}")
+        raise ConfigError(f"space {config.name}: language must be one of {', '.join(LANGUAGES)}")
     try:
         exists = config.path.exists()
     except OSError:  # a parent the service may not search: the space says so once open
