@@ -160,7 +160,9 @@ function hitRow(hit, index) {
   const snippet = hit.snippets[0];
   // The note's own H1 is its title again: the path starts below it.
   const headings = hit.heading ?? snippet?.heading ?? [];
-  const section = (headings[0] === hit.title ? headings.slice(1) : headings).join(' › ');
+  // A canvas's last heading is the id of the card the hit is in (its anchor): no words for people.
+  const named = hit.path?.toLowerCase().endsWith('.canvas') ? headings.slice(0, -1) : headings;
+  const section = (named[0] === hit.title ? named.slice(1) : named).join(' › ');
   const head = el('span', { class: 'row-head' }, el('span', { class: 'hit-title' }, hit.title));
   if (section) head.append(el('span', { class: 'hit-section' }, section));
   head.append(...badges(hit), dateNode(hit, state.sort === 'created' ? 'created' : 'updated'));
