@@ -149,11 +149,11 @@ def peak_rss_mib(pid: int | str = "self") -> float | None:
 def pdf_children_peak_rss_mib() -> float | None:
     """The largest peak of the PDFium children still alive (the idle ones kept
     between documents), read before they are stopped."""
-    from notarium_search.notes import pdf
+    from notarium_search.notes import pdf_child
 
-    children = list(pdf._CHILDREN._idle)
+    children = list(pdf_child.CHILDREN._idle)
     peaks = [peak_rss_mib(child.process.pid) for child in children if child.alive]
-    pdf._CHILDREN.stop()
+    pdf_child.CHILDREN.stop()
     found = [peak for peak in peaks if peak is not None]
     return max(found) if found else None
 

@@ -451,7 +451,8 @@ def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
     what another format shows of its file (a canvas's cards, a PDF's pages:
     notes/formats.py, `shown`). None when it is gone, not inside the space
     (the path comes from the index, but a symlink may have moved: opened, then
-    checked, as indexing reads it, scan.open_note) or no longer readable."""
+    checked, as indexing reads it, scan.open_note), no longer readable, or
+    not readable now (every PDFium process busy: the request does not wait)."""
     fmt = formats.for_path(rel_path)
     limit = max_bytes if fmt is None else formats.byte_limit(fmt, max_bytes)
     try:
@@ -464,8 +465,9 @@ def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
     if fmt is None or fmt is formats.MARKDOWN:
         return raw.decode("utf-8-sig", errors="replace")
     try:
-        return fmt.shown(raw, rel_path, truncated=truncated)
-    except formats.NotANote:
+        return formats.shown(raw, rel_path, truncated=truncated)
+    except (formats.NotANote, formats.ReadLater) as exc:  # no longer readable, or not now (PDFium busy)
+        log.info("note_not_shown", path=rel_path, reason=str(exc))
         return None
 
 

@@ -25,7 +25,7 @@ from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.notes import formats
 from notarium_search.notes.collection import CollectionRules
-from notarium_search.notes.parse import NotANote
+from notarium_search.notes.parse import NotANote, ReadLater
 from notarium_search.notes.scan import (
     OutsideSpace,
     check_root,
@@ -316,6 +316,9 @@ class SpaceIndexer:
             note = born(fmt.read(raw, source.path, _file_time(source), truncated=too_big), source)
         except NotANote as exc:
             return self._skip_read(entry, progress, source.path, str(exc))
+        except ReadLater as exc:  # not the file's fault (a reader's process killed from outside): next pass
+            self._skip(progress, source.path, str(exc))
+            return None
         if too_big:
             log.warning("note_truncated", space=self.config.name, path=source.path, size=source.size, kept=limit)
         took, budget = self.clock() - started, read_budget(source.size)

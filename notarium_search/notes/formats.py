@@ -16,13 +16,16 @@ in the log and in status.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import Protocol
 
 from notarium_search.notes.canvas import CANVAS
-from notarium_search.notes.parse import MARKDOWN, NotANote
+from notarium_search.notes.parse import MARKDOWN, NotANote, ReadLater
 from notarium_search.notes.pdf import PDF
 from notarium_search.types import ParsedNote
 
@@ -30,6 +33,7 @@ __all__ = [
     "MARKDOWN",
     "NotANote",
     "NoteFormat",
+    "ReadLater",
     "byte_limit",
     "default_include",
     "fingerprint",
@@ -157,11 +161,54 @@ def byte_limit(fmt: NoteFormat, max_file_bytes: int) -> int:
 
 
 def shown(raw: bytes, path: str, *, truncated: bool) -> str:
-    """The file as Markdown for people, by its format (`NotANote` when none reads it)."""
+    """The file as Markdown for people, by its format (`NotANote` when none
+    reads it). What a format other than Markdown shows is kept for the last
+    files asked (a PDF's pages cost a PDFium run, a 15 MB canvas seconds):
+    a note opened again, or by several people, costs nothing more."""
     fmt = for_path(path)
     if fmt is None:
         raise NotANote(unread_reason(path))
-    return fmt.shown(raw, path, truncated=truncated)
+    if fmt is MARKDOWN:
+        return fmt.shown(raw, path, truncated=truncated)
+    key = (fmt.name, truncated, hashlib.blake2b(raw, digest_size=16).digest())
+    found = _SHOWN.get(key)
+    if found is None:
+        found = fmt.shown(raw, path, truncated=truncated)
+        _SHOWN.put(key, found)
+    return found
+
+
+class _ShownCache:
+    """The last SHOWN_KEPT texts `shown` made, at most SHOWN_KEPT_CHARS in all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._texts: OrderedDict[tuple[str, bool, bytes], str] = OrderedDict()
+        self._chars = 0
+
+    def get(self, key: tuple[str, bool, bytes]) -> str | None:
+        with self._lock:
+            text = self._texts.get(key)
+            if text is not None:
+                self._texts.move_to_end(key)
+            return text
+
+    def put(self, key: tuple[str, bool, bytes], text: str) -> None:
+        if len(text) > SHOWN_KEPT_CHARS // 2:
+            return
+        with self._lock:
+            if key in self._texts:
+                return
+            self._texts[key] = text
+            self._chars += len(text)
+            while len(self._texts) > SHOWN_KEPT or self._chars > SHOWN_KEPT_CHARS:
+                self._chars -= len(self._texts.popitem(last=False)[1])
+
+
+# Texts kept by `shown`: a few notes open at once in a few browsers.
+SHOWN_KEPT = 16
+SHOWN_KEPT_CHARS = 16_000_000
+_SHOWN = _ShownCache()
 
 
 def link_text(path: str, heading: str = "") -> str:

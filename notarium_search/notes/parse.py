@@ -75,6 +75,12 @@ class NotANote(ValueError):
     """The file cannot be read as a text note; the message is the reason."""
 
 
+class ReadLater(RuntimeError):
+    """The file cannot be read now, through no fault of its own (a reader's
+    process stopped from outside, a machine too busy): not skipped, tried
+    again at the next pass; the message is why."""
+
+
 # libyaml's parser when PyYAML has it: about 4x faster than the pure-Python one
 # on frontmatter, which dominated indexing time.
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

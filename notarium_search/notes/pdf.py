@@ -19,25 +19,15 @@ I/O, but it is not pure the way Markdown's is: it talks to that child.
 
 from __future__ import annotations
 
-import atexit
-import json
-import os
 import posixpath
 import re
-import selectors
-import subprocess
-import sys
-import threading
-import time
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from notarium_search.logsetup import get_logger
+from notarium_search.notes import pdf_child
 from notarium_search.notes.parse import MAX_TITLE_CHARS, NotANote, clean_frontmatter, nfc
-from notarium_search.notes.pdf_pages import HEADER
 from notarium_search.types import ParsedNote
 
 log = get_logger(__name__)
@@ -51,9 +41,9 @@ MAX_PDF_BYTES = 64 * 2**20
 MAX_PAGES = 2_000
 # Characters kept of one document, as max_file_bytes bounds a Markdown note.
 MAX_TEXT_CHARS = 4_000_000
-# Wall-clock seconds a document may take, by its size: PDFium reads ~40 pages
-# of text per second per MB on the 2-core machine at a tenth of its speed, and
-# a legitimate document of 64 MB gets 74 s. Past it, the child is killed.
+# Processor seconds a document may take, by its size (the child's RLIMIT_CPU:
+# notes/pdf_child.py): a 5,000-page document of text read its 2,000 pages in
+# 0.1 s here, a page of 50 MB of drawing in 3 s; a 64 MB document gets 74 s.
 DEADLINE_SECONDS = 10.0
 DEADLINE_SECONDS_PER_MIB = 1.0
 PAGE_HEADING = "page {}"
@@ -63,117 +53,28 @@ _PAGE_RE = re.compile(r"page (\d+)")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 # Markdown's inline syntax, escaped in `shown` so that a PDF's `*` or `[[`
 # are shown as written (and a `<` as text, before nh3 even sees it).
-_MARKDOWN_INLINE_RE = re.compile(r"([\\`*_\[\]<>|~=$%^!#])")
-_MARKDOWN_BLOCK_RE = re.compile(r"^(\s*)([-+](?=\s)|\d+)([.)]?)", re.M)
-_IDLE_CHILDREN = 2  # kept between documents: one per space writing at once, most often
+_MARKDOWN_INLINE_RE = re.compile(r"([\\`*_\[\]<>|~=$%^!#&])")
+# A line's start: a list marker, a thematic break or a setext underline (`-`,
+# `+`), an ordered list's number. Its indent is dropped (four blanks: code).
+_MARKDOWN_BLOCK_RE = re.compile(r"^[ \t]*([-+]|\d+)([.)]?)", re.M)
+_INDENT_RE = re.compile(r"^[ \t]+", re.M)
+# A request (the note view) waits this long for a PDFium process, then says
+# the note cannot be shown now rather than holding a server thread.
+SHOWN_WAIT_SECONDS = 5.0
 
 
-def deadline(size: int) -> float:
-    """The seconds a document of `size` bytes may take to read."""
-    return DEADLINE_SECONDS + DEADLINE_SECONDS_PER_MIB * size / 2**20
+def deadline(size: int) -> int:
+    """The processor seconds a document of `size` bytes may take to read."""
+    return int(DEADLINE_SECONDS + DEADLINE_SECONDS_PER_MIB * size / 2**20)
 
 
-class _Child:
-    """One PDFium process, answering one document at a time."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "notarium_search.notes.pdf_pages"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONSAFEPATH": "1"},
-        )
-
-    def ask(self, raw: bytes, max_pages: int, seconds: float) -> dict[str, Any]:
-        """The child's answer for one document; NotANote when it dies or is late."""
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        try:
-            self.process.stdin.write(HEADER.pack(len(raw)) + raw + HEADER.pack(max_pages))
-            self.process.stdin.flush()
-        except OSError as exc:
-            raise self._died() from exc
-        head = self._read(HEADER.size, time.monotonic() + seconds, seconds)
-        size = HEADER.unpack(head)[0]
-        return dict(json.loads(self._read(size, time.monotonic() + seconds, seconds)))
-
-    def _read(self, size: int, until: float, seconds: float) -> bytes:
-        assert self.process.stdout is not None
-        fd = self.process.stdout.fileno()
-        chunks: list[bytes] = []
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while size:
-                if not selector.select(max(until - time.monotonic(), 0)):
-                    self.kill()
-                    raise NotANote(f"took more than {seconds:.0f} s to read: skipped until the file changes")
-                chunk = os.read(fd, min(size, 1 << 20))
-                if not chunk:
-                    raise self._died()
-                chunks.append(chunk)
-                size -= len(chunk)
-        return b"".join(chunks)
-
-    def _died(self) -> NotANote:
-        code = self.process.wait()
-        how = f"signal {-code}" if code < 0 else f"exit code {code}"
-        return NotANote(f"PDFium stopped reading it ({how}): skipped until the file changes")
-
-    @property
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def kill(self) -> None:
-        if self.alive:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                stream.close()
-
-
-class _Children:
-    """The PDFium processes: one per document being read at once, a few kept idle."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: list[_Child] = []
-
-    @contextmanager
-    def child(self) -> Iterator[_Child]:
-        with self._lock:
-            child = self._idle.pop() if self._idle else None
-        if child is None or not child.alive:
-            child = _Child()
-        try:
-            yield child
-        finally:
-            with self._lock:
-                if child.alive and len(self._idle) < _IDLE_CHILDREN:
-                    self._idle.append(child)
-                    child = None
-            if child is not None:
-                child.kill()
-
-    def stop(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for child in idle:
-            child.kill()
-
-
-_CHILDREN = _Children()
-atexit.register(_CHILDREN.stop)
-
-
-def extract(raw: bytes, *, max_pages: int = MAX_PAGES) -> dict[str, Any]:
-    """The child's reading of a PDF (metadata and each page's text); `NotANote`
-    with the reason for a PDF with no text to index."""
+def extract(raw: bytes, *, max_pages: int = MAX_PAGES, wait: float | None = None) -> dict[str, Any]:
+    """A child's reading of a PDF (metadata, each page's text up to the
+    bounds); `NotANote` with the reason for a PDF with no text to index,
+    `ReadLater` when it could not be read now (notes/pdf_child.py)."""
     if not raw.lstrip(b"\x00\t\n\f\r ").startswith(b"%PDF-") and b"%PDF-" not in raw[:1024]:
         raise NotANote("not a PDF (no %PDF- header)")
-    with _CHILDREN.child() as child:
-        answer = child.ask(raw, max_pages, deadline(len(raw)))
+    answer = pdf_child.ask(raw, (max_pages, MAX_TEXT_CHARS, deadline(len(raw))), wait=wait)
     if "error" in answer:
         if answer.get("encrypted"):
             raise NotANote("encrypted: it needs a password")
@@ -201,9 +102,9 @@ class PdfFormat:
         text, sections, lines = _layout(pages)
         warnings = []
         count = int(answer.get("page_count", len(pages)))
-        if count > len(pages):
+        if count > len(pages) and not answer.get("cut"):
             warnings.append(f"only the first {len(pages)} of {count} pages read")
-        if len(text) > MAX_TEXT_CHARS:
+        if len(text) > MAX_TEXT_CHARS or answer.get("cut"):
             warnings.append(f"only the first {MAX_TEXT_CHARS} characters of its text read")
             text = text[:MAX_TEXT_CHARS]
             sections = [s for s in sections if s[0] < MAX_TEXT_CHARS]
@@ -229,7 +130,7 @@ class PdfFormat:
         )
 
     def shown(self, raw: bytes, path: str, *, truncated: bool = False) -> str:
-        pages = [_clean(str(page)) for page in extract(raw).get("pages", [])]
+        pages = [_clean(str(page)) for page in extract(raw, wait=SHOWN_WAIT_SECONDS).get("pages", [])]
         return "\n\n".join(f"## {PAGE_HEADING.format(n)}\n\n{_escaped(page)}" for n, page in enumerate(pages, 1))
 
     def link_text(self, path: str, heading: str) -> str:
@@ -258,17 +159,17 @@ def _layout(pages: list[str]) -> tuple[str, list[tuple[int, int, str]], list[tup
 
 def _escaped(text: str) -> str:
     """A page's text as Markdown that shows it as written."""
-    text = _MARKDOWN_INLINE_RE.sub(r"\\\1", text)
+    text = _MARKDOWN_INLINE_RE.sub(r"\\\1", _INDENT_RE.sub("", text))
     text = _MARKDOWN_BLOCK_RE.sub(_escaped_marker, text)
     return text.replace("\n", "  \n")
 
 
 def _escaped_marker(match: re.Match[str]) -> str:
     """`- x` → `\\- x`, `3. x` → `3\\. x`: a list marker shown as written."""
-    blank, marker, dot = match.groups()
+    marker, dot = match.groups()
     if dot:
-        return f"{blank}{marker}\\{dot}"
-    return f"{blank}\\{marker}" if not marker.isdigit() else match.group()
+        return f"{marker}\\{dot}"
+    return f"\\{marker}" if not marker.isdigit() else match.group()
 
 
 PDF = PdfFormat()

@@ -4,14 +4,19 @@ PDFium is C code: a document built to crash it, or to make it allocate
 without end, must take down this process only, never the writer that asked
 (notes/pdf.py starts it, kills it past a document's deadline and starts
 another). It reads requests on stdin and answers on stdout, one at a time:
-a request is an 8-byte big-endian length, then the PDF's bytes, then an
-8-byte page limit; an answer an 8-byte length, then JSON:
-`{"title", "author", "subject", "keywords", "page_count", "pages": [text…]}`
-or `{"error": "…", "encrypted": bool}`. stdin's end is its end: a writer that
-dies leaves no child behind.
+a request is an 8-byte big-endian length, then the PDF's bytes, then its
+bounds (REQUEST: pages, characters, processor seconds); an answer an 8-byte
+length, then JSON: `{"title", "author", "subject", "keywords", "page_count",
+"pages": [text…], "cut": bool}` or `{"error": "…", "encrypted": bool}`.
 
 It imports nothing of the package but this module (a fast start), and bounds
-its own address space so that a page asking for gigabytes fails here.
+itself: its address space, so that a page asking for gigabytes fails here;
+and its processor time for each document (RLIMIT_CPU, whose SIGXCPU ends
+it: the parent reads that end as "took too long"). So a child whose parent
+died mid-document stops at that budget at the latest, and at stdin's end
+between documents. (Not PR_SET_PDEATHSIG: it fires when the *thread* that
+started the child ends, and a pooled child outlives the request thread
+that started it.)
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ MAX_ADDRESS_SPACE = 3 * 2**30
 # it is data drawn as text (a table of numbers, a font test sheet).
 MAX_PAGE_CHARS = 100_000
 HEADER = struct.Struct(">Q")
+REQUEST = struct.Struct(">QQQ")  # pages, characters, processor seconds
 
 
 def read_exactly(stream: BinaryIO, size: int) -> bytes | None:
@@ -45,8 +51,9 @@ def read_exactly(stream: BinaryIO, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def extract(raw: bytes, max_pages: int) -> dict[str, Any]:
-    """The text of the first `max_pages` pages of the PDF in `raw`, and its metadata."""
+def extract(raw: bytes, max_pages: int, max_chars: int = 2**62) -> dict[str, Any]:
+    """The text of the PDF in `raw`, page by page up to `max_pages` pages or
+    `max_chars` characters (`cut` then), and its metadata."""
     import pypdfium2 as pdfium  # here: the parent never loads PDFium
 
     try:
@@ -58,12 +65,16 @@ def extract(raw: bytes, max_pages: int) -> dict[str, Any]:
         meta = document.get_metadata_dict(skip_empty=True)
         count = len(document)
         pages: list[str] = []
+        chars = 0
         for index in range(min(count, max_pages)):
+            if chars >= max_chars:
+                break
             page = document[index]
             try:
                 textpage = page.get_textpage()
                 try:
                     pages.append(textpage.get_text_bounded()[:MAX_PAGE_CHARS])
+                    chars += len(pages[-1])
                 finally:
                     textpage.close()
             finally:
@@ -75,6 +86,7 @@ def extract(raw: bytes, max_pages: int) -> dict[str, Any]:
             "keywords": meta.get("Keywords", ""),
             "page_count": count,
             "pages": pages,
+            "cut": chars >= max_chars,
         }
     finally:
         document.close()
@@ -87,11 +99,13 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
         if head is None:
             return
         raw = read_exactly(requests, HEADER.unpack(head)[0])
-        limit = read_exactly(requests, HEADER.size)
-        if raw is None or limit is None:
+        bounds = read_exactly(requests, REQUEST.size)
+        if raw is None or bounds is None:
             return
+        max_pages, max_chars, cpu_seconds = REQUEST.unpack(bounds)
+        limit_processor_time(cpu_seconds)
         try:
-            answer = extract(raw, HEADER.unpack(limit)[0])
+            answer = extract(raw, max_pages, max_chars)
         except MemoryError:
             answer = {"error": "needs more memory than a document may have", "encrypted": False}
         except Exception as exc:  # noqa: BLE001 - a PDFium failure past the opening: one sentence for status
@@ -99,6 +113,14 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
         data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass")
         answers.write(HEADER.pack(len(data)) + data)
         answers.flush()
+
+
+def limit_processor_time(seconds: int) -> None:
+    """SIGXCPU once this document has had `seconds` of processor time (the
+    limit counts from the process's start: what it used so far is added)."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime) + max(seconds, 1)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.getrlimit(resource.RLIMIT_CPU)[1]))
 
 
 def main() -> None:

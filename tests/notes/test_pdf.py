@@ -5,16 +5,20 @@ skipped with their reason while the rest of the vault is indexed."""
 from __future__ import annotations
 
 import io
+import os
+import resource
+import signal
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime
 
 import pytest
 from fpdf import FPDF
 from PIL import Image
 
-from notarium_search.notes import formats, pdf
-from notarium_search.notes.parse import NotANote
-from notarium_search.service import Service
+from notarium_search.notes import formats, pdf, pdf_child, pdf_pages
+from notarium_search.notes.parse import NotANote, ReadLater
+from notarium_search.service import Service, read_markdown
 from notarium_search.types import FeedFilter
 from tests.conftest import Vault, ids
 
@@ -147,8 +151,13 @@ def test_an_obsidian_link_opens_the_page():
 def test_a_page_is_shown_as_written():
     """The note view renders `shown` as Markdown: a PDF's `*`, `[[`, `<b>` or
     `1.` are text, not emphasis, links, HTML or lists."""
-    shown = pdf.PDF.shown(written(["1. *pas* [[lien]] <b>", "- deux # trois"]), "x.pdf")
-    assert shown == "## page 1\n\n1\\. \\*pas\\* \\[\\[lien\\]\\] \\<b\\>\n\n## page 2\n\n\\- deux \\# trois"
+    shown = pdf.PDF.shown(
+        written(["1. *pas* [[lien]] <b>", "- deux # trois &lt;i&gt;\nTitre\n-----\n    code"]), "x.pdf"
+    )
+    assert shown == (
+        "## page 1\n\n1\\. \\*pas\\* \\[\\[lien\\]\\] \\<b\\>\n\n"
+        "## page 2\n\n\\- deux \\# trois \\&lt;i\\&gt;  \nTitre  \n\\-----  \ncode"
+    )
 
 
 @pytest.mark.parametrize(
@@ -182,28 +191,105 @@ def test_a_long_document_is_read_up_to_its_page_bound(monkeypatch: pytest.Monkey
 
 
 @pytest.fixture
-def child() -> Iterator[pdf._Child]:
-    started = pdf._Child()
+def child() -> Iterator[pdf_child._Child]:
+    started = pdf_child._Child()
     try:
         yield started
     finally:
         started.kill()
 
 
-def test_a_child_that_dies_fails_its_document_only(child: pdf._Child):
-    """A crash of PDFium (here: its process killed) skips the document, and the next one gets a new child."""
-    child.process.kill()
+BOUNDS = (10, 10_000, 60)  # pages, characters, processor seconds
+
+
+@pytest.mark.parametrize(
+    ("sent", "error", "reason"),
+    [
+        (signal.SIGSEGV, NotANote, r"PDFium crashed reading it \(SIGSEGV\): skipped until the file changes"),
+        (signal.SIGABRT, NotANote, r"PDFium crashed reading it \(SIGABRT\)"),
+        (signal.SIGXCPU, NotANote, "took more than 60 s of processor time to read: skipped until the file changes"),
+        (signal.SIGTERM, ReadLater, r"stopped from outside \(SIGTERM\): tried again at the next pass"),
+        (signal.SIGKILL, ReadLater, r"stopped from outside \(SIGKILL\)"),
+        (signal.SIGINT, ReadLater, r"stopped from outside \(SIGINT\)"),
+    ],
+)
+def test_how_a_child_ends_says_whether_the_document_is_skipped_or_read_later(
+    child: pdf_child._Child, sent: int, error: type[Exception], reason: str
+):
+    """A crash or the processor budget spent is the document's doing: skipped
+    until it changes. A stop from outside (Ctrl+C, systemctl stop, the OOM
+    killer) is not: the file is read again at the next pass."""
+    os.kill(child.process.pid, sent)
     child.process.wait()
-    with pytest.raises(NotANote, match=r"PDFium stopped reading it \(signal 9\)"):
-        child.ask(written(["texte"]), 10, 60)
-    assert pdf.PDF.read(written(["suivant"]), "b.pdf", NOW).text == "suivant"
+    with pytest.raises(error, match=reason):
+        child.ask(written(["texte"]), BOUNDS, 60)
+    assert pdf.PDF.read(written(["suivant"]), "b.pdf", NOW).text == "suivant"  # the next document: a new child
 
 
-def test_a_document_past_its_deadline_is_skipped_and_its_child_killed(child: pdf._Child):
-    """No duration measured: a deadline of 0 s is past before any answer."""
-    with pytest.raises(NotANote, match="took more than 0 s to read"):
-        child.ask(many_pages(50), 10, 0)
+def test_a_child_spends_at_most_its_budget_of_processor_time(child: pdf_child._Child):
+    """The child sets RLIMIT_CPU from the request, so a document that makes
+    PDFium spin ends it (SIGXCPU) even when its parent is gone."""
+    child.ask(written(["texte"]), (10, 10_000, 7), 60)
+    soft, _ = resource.prlimit(child.process.pid, resource.RLIMIT_CPU)
+    assert 7 <= soft <= 7 + 60  # what it used so far (a few seconds at most) and the document's 7
+
+
+def test_a_child_that_does_not_answer_in_time_is_killed_and_the_file_read_later(child: pdf_child._Child):
+    """No duration measured: a wall-clock bound of 0 s is past before any answer."""
+    with pytest.raises(ReadLater, match="did not answer in time"):
+        child.ask(many_pages(50), BOUNDS, 0)
     assert not child.alive
+
+
+def test_the_characters_past_the_bound_are_not_sent():
+    answer = pdf_pages.extract(many_pages(30), 100, 40)
+    assert answer["cut"] is True
+    assert len(answer["pages"]) < 30
+    assert answer["page_count"] == 30
+
+
+def test_a_child_is_kept_only_after_a_whole_exchange():
+    """Left mid-answer, a child would give the rest to the next document."""
+    with pytest.raises(RuntimeError), pdf_child.CHILDREN.child(None) as taken:
+        raise RuntimeError("the caller failed between two reads")
+    assert not taken.alive
+    assert taken not in pdf_child.CHILDREN._idle
+
+
+def test_requests_wait_for_a_child_within_a_bound_and_pages_shown_are_kept(vault: Vault):
+    """At most MAX_BUSY children read at once; a note view asks for one, and
+    when all are busy (held here) it gets no content rather than a thread
+    held or a 500; what was shown before is kept and shown again without one."""
+    shown_first = vault.write("vu.pdf", written(["Déjà vu."]))
+    other = vault.write("autre.pdf", written(["Jamais vu."]))
+    assert read_markdown(shown_first.parent, "vu.pdf", 2**20) == "## page 1\n\nDéjà vu."
+    with ExitStack() as held:
+        for _ in range(pdf_child.MAX_BUSY):
+            held.enter_context(pdf_child.CHILDREN.child(None))
+        with pytest.raises(ReadLater, match="busy"):
+            pdf_child.ask(written(["x"]), BOUNDS, wait=0)
+        assert read_markdown(other.parent, "autre.pdf", 2**20) is None  # waited SHOWN_WAIT_SECONDS, then gave up
+        assert read_markdown(shown_first.parent, "vu.pdf", 2**20) == "## page 1\n\nDéjà vu."  # kept
+    assert read_markdown(other.parent, "autre.pdf", 2**20) == "## page 1\n\nJamais vu."
+
+
+def test_a_pdf_that_cannot_be_read_now_is_read_at_the_next_pass(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """ReadLater is no skip: the file is not marked, and the next pass reads it."""
+    vault.write("plus-tard.pdf", written(["Relu au passage suivant."]))
+    real = pdf_child.ask
+
+    def stopped_from_outside(*args: object, **kwargs: object) -> dict[str, object]:
+        raise ReadLater("PDFium's process was stopped from outside (SIGTERM): tried again at the next pass")
+
+    monkeypatch.setattr(pdf_child, "ask", stopped_from_outside)
+    service = vault.service()
+    try:
+        assert ids(service.search("notes", "relu", NO_FILTER, 10)) == []
+        monkeypatch.setattr(pdf_child, "ask", real)
+        service.space("notes").writing.run_reconcile()
+        assert ids(service.search("notes", "relu", NO_FILTER, 10)) == ["plus-tard.pdf"]
+    finally:
+        service.stop()
 
 
 def hostile_vault(vault: Vault) -> None:
