@@ -14,12 +14,10 @@ export function select(index, scroll = true) {
   state.selected = index;
   for (const [i, item] of [...$('results').children].entries()) item.setAttribute('aria-selected', String(i === index));
   const chosen = $(`hit-${index}`);
-  if (chosen) {
-    if (!suggestionChosen()) $('q').setAttribute('aria-activedescendant', chosen.id);
-    if (scroll) chosen.scrollIntoView({ block: 'nearest' });
-  } else {
-    $('q').removeAttribute('aria-activedescendant');
-  }
+  // A value chosen in the suggestions stays the active one when rows arrive meanwhile (a late answer).
+  if (chosen && !suggestionChosen()) $('q').setAttribute('aria-activedescendant', chosen.id);
+  else if (!suggestionChosen()) $('q').removeAttribute('aria-activedescendant');
+  if (chosen && scroll) chosen.scrollIntoView({ block: 'nearest' });
   previewHit(selectedHit());
 }
 
