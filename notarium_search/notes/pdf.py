@@ -28,6 +28,7 @@ from typing import Any
 from notarium_search.logsetup import get_logger
 from notarium_search.notes import pdf_child
 from notarium_search.notes.parse import MAX_TITLE_CHARS, NotANote, clean_frontmatter, nfc
+from notarium_search.settings import PAGE_CHUNKING
 from notarium_search.types import ParsedNote
 
 log = get_logger(__name__)
@@ -127,6 +128,7 @@ class PdfFormat:
             sections=tuple(sections),
             frontmatter=clean_frontmatter({k: v for k, v in properties.items() if v} | {"pages": count}),
             lines=tuple(lines),
+            chunking=PAGE_CHUNKING,  # a semantic hit says its page: no fragment spans two
         )
 
     def shown(self, raw: bytes, path: str, *, truncated: bool = False) -> str:

@@ -26,7 +26,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from notarium_search.settings import CHUNKING_MODES
+from notarium_search.settings import CHUNKING_MODES, PAGE_CHUNKING
 from notarium_search.types import Fragment, ParsedNote
 
 TARGET_CHARS = 1000  # ~250 tokens: well inside every model's window, one idea or two
@@ -68,7 +68,8 @@ class _Span:
 
 def chunk_note(note: ParsedNote) -> tuple[Fragment, ...]:
     """The note's fragments in text order, without duplicates. `note.chunking`
-    is "paragraph" (packed paragraphs, the default) or "section" (one fragment
+    is "paragraph" (packed paragraphs, the default), "page" (the same, each
+    section closing the fragment before it: a PDF's pages) or "section" (one fragment
     per `##` section: long documents such as books, where a section is the
     unit a reader looks for; the model reads its first max_tokens)."""
     text = note.text
@@ -76,7 +77,9 @@ def chunk_note(note: ParsedNote) -> tuple[Fragment, ...]:
         windows = _sections(note)
     else:
         spans = [piece for span in _paragraphs(text, note.code_blocks) for piece in _split_long(text, span)]
-        windows = _pack(text, spans, {at for at, _, _ in note.sections})
+        # A PDF's page is a section that always closes the fragment before it, however short.
+        fresh = 0 if note.chunking == PAGE_CHUNKING else SECTION_BREAK_CHARS
+        windows = _pack(text, spans, {at for at, _, _ in note.sections}, fresh)
     paths = _HeadingPaths(note.sections)
     fragments: dict[str, Fragment] = {}
     for start, end in windows:
@@ -159,10 +162,11 @@ def _split_words(text: str, span: _Span) -> list[_Span]:
     return pieces
 
 
-def _pack(text: str, spans: list[_Span], headings: set[int]) -> list[tuple[int, int]]:
+def _pack(text: str, spans: list[_Span], headings: set[int], fresh: int = SECTION_BREAK_CHARS) -> list[tuple[int, int]]:
     """Greedy packing into ~TARGET_CHARS windows; each window after the first
     starts OVERLAP_CHARS (at a word boundary) before the previous one's end,
-    except at a heading, where a new topic starts afresh."""
+    except at a heading once the window holds `fresh` characters, where a new
+    topic starts afresh."""
     if not spans:
         return []
     windows: list[tuple[int, int]] = []
@@ -170,7 +174,7 @@ def _pack(text: str, spans: list[_Span], headings: set[int]) -> list[tuple[int, 
     start = spans[0].start
     end = spans[0].end
     for span in spans[1:]:
-        new_section = span.start in headings and end - start >= SECTION_BREAK_CHARS
+        new_section = span.start in headings and end - start >= fresh
         if span.end - start <= TARGET_CHARS and not new_section:
             end = span.end
             continue

@@ -27,6 +27,9 @@ SPACE_NAME_RE = re.compile(rf"{SPACE_NAME_PATTERN}\Z")
 LANGUAGES = ("fr", "en", "ar", "da", "de", "el", "es", "fi", "hu", "it", "nl", "no", "pt", "ro", "ru", "sv", "ta", "tr")
 OVERSIZE_POLICIES = ("truncate", "skip")
 CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (semantic/chunking.py)
+# Paragraphs, and a page never shared by two fragments: a PDF's (notes/pdf.py),
+# so that a semantic hit says its page. A format's mode, not a collection's.
+PAGE_CHUNKING = "page"
 
 POOLINGS = ("mean", "cls")  # how a model's token vectors become one ([model] pooling)
 # Position-embedding limit of the BERT / XLM-R family every supported model

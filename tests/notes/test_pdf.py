@@ -18,9 +18,10 @@ from PIL import Image
 
 from notarium_search.notes import formats, pdf, pdf_child, pdf_pages
 from notarium_search.notes.parse import NotANote, ReadLater
+from notarium_search.semantic.embedding import load_embedder
 from notarium_search.service import Service, read_markdown
 from notarium_search.types import FeedFilter
-from tests.conftest import Vault, ids
+from tests.conftest import Vault, build_semantic, ids, models_dir
 
 NO_FILTER = FeedFilter()
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # fonts-dejavu-core: .ci/run installs it
@@ -350,5 +351,28 @@ def test_links_to_a_pdf_resolve_and_a_hit_opens_at_its_page(vault: Vault):
         assert hit.open_url == ("obsidian://open?vault=notes&file=docs%2Flisible.pdf%23page%3D2")
         filtered = service.search("notes", "protocole folder:docs file:lisible", NO_FILTER, 10)
         assert ids(filtered) == ["docs/lisible.pdf"]
+    finally:
+        service.stop()
+
+
+def test_a_pdf_is_related_to_a_note_at_the_page_that_resonates(vault: Vault):
+    """A PDF's fragments never span two pages, however short (chunking "page"):
+    a PDF is among a note's related notes, at the page that resonated (the real MiniLM model)."""
+    pages = [
+        "Tomatoes grow best in full sun with regular watering in the garden, staked against the wind.",
+        "Software systems exchange data through open standard interfaces and web APIs, documented for others.",
+    ]
+    vault.write("report.pdf", written(pages, "Yearly report"), space="en-notes")
+    agent = "A software agent that cannot call other systems through programming interfaces sees only its prompt."
+    vault.write("agent.md", f"---\nid: agent\ntitle: The blind agent\n---\n{agent}\n", space="en-notes")
+    vault.write("bread.md", "---\nid: bread\n---\nBake the sourdough loaf in a hot oven.\n", space="en-notes")
+    service = vault.service(vector_search=True, query_embed_timeout_ms=60_000)
+    build_semantic(service, load_embedder(models_dir() / "all-minilm-l6-v2-int8"))
+    try:
+        (echo, *_) = service.related("en-notes", "agent", 2)
+        assert echo.note.id == "report.pdf"
+        # The page that resonated, alone: its fragment ends where its page does.
+        assert echo.fragment.heading == ("page 2",)
+        assert "Tomatoes" not in echo.fragment.text
     finally:
         service.stop()
