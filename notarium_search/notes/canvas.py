@@ -46,14 +46,13 @@ import json
 import math
 import posixpath
 import re
-import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from notarium_search.notes import markdown
-from notarium_search.notes.parse import FILE, NotANote, decode_note, nfc
+from notarium_search.notes.parse import FILE, NotANote, decode_note, file_stem, nfc
 from notarium_search.types import ParsedNote, WikiLink
 
 # Bump when what `read` makes of some canvas changes: every space is rebuilt.
@@ -197,7 +196,7 @@ class CanvasFormat:
         files = {card.id: card for card in canvas.cards if card.kind == FILE_CARD}
         for edge in canvas.edges:
             note.edge(edge, files.get(edge.to_node))
-        stem = unicodedata.normalize("NFC", posixpath.splitext(posixpath.basename(path))[0])
+        stem = file_stem(path)
         return ParsedNote(
             id=path,
             path=path,

@@ -151,7 +151,7 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
     parts = markdown.analyse(body)
     start = len(text) - len(body) if text.endswith(body) else max(text.find(body), 0)
     lines = location.line_anchors(body, parts.plain_text, text.count("\n", 0, start) + 1)
-    stem = unicodedata.normalize("NFC", posixpath.splitext(posixpath.basename(rel_path))[0])
+    stem = file_stem(rel_path)
     title = _first_str(meta.get("title")) or parts.first_h1 or stem
     tags = _tag_list(meta.get("tags", meta.get("tag"))) + tuple(t.lower() for t in parts.tags)
     unreadable: set[str] = set()
@@ -180,6 +180,11 @@ def parse_note(text: str, rel_path: str, mtime: datetime) -> ParsedNote:
         frontmatter=clean_frontmatter(meta),
         lines=lines,
     )
+
+
+def file_stem(rel_path: str) -> str:
+    """The file name without its suffix, in NFC: the title of a note that gives none."""
+    return unicodedata.normalize("NFC", posixpath.splitext(posixpath.basename(rel_path))[0])
 
 
 class MarkdownFormat:

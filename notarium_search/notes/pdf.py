@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import posixpath
 import re
-import unicodedata
 from datetime import datetime
 from typing import Any
 
 from notarium_search.logsetup import get_logger
 from notarium_search.notes import pdf_child
-from notarium_search.notes.parse import MAX_TITLE_CHARS, NotANote, clean_frontmatter, nfc
+from notarium_search.notes.parse import MAX_TITLE_CHARS, NotANote, clean_frontmatter, file_stem, nfc
+from notarium_search.notes.pdf_pages import MAX_TEXT_CHARS
 from notarium_search.settings import PAGE_CHUNKING
 from notarium_search.types import ParsedNote
 
@@ -40,8 +40,6 @@ MAX_PDF_BYTES = 64 * 2**20
 # Pages read of one document: past a 2,000-page book the rest is listed in its
 # warning; a 5,000-page PDF reads in ~4 s (tests/notes/test_pdf.py).
 MAX_PAGES = 2_000
-# Characters kept of one document, as max_file_bytes bounds a Markdown note.
-MAX_TEXT_CHARS = 4_000_000
 # Processor seconds a document may take, by its size (the child's RLIMIT_CPU:
 # notes/pdf_child.py): a 5,000-page document of text read its 2,000 pages in
 # 0.1 s here, a page of 50 MB of drawing in 3 s; a 64 MB document gets 74 s.
@@ -110,7 +108,7 @@ class PdfFormat:
             text = text[:MAX_TEXT_CHARS]
             sections = [s for s in sections if s[0] < MAX_TEXT_CHARS]
             lines = [anchor for anchor in lines if anchor[0] < MAX_TEXT_CHARS]
-        stem = unicodedata.normalize("NFC", posixpath.splitext(posixpath.basename(path))[0])
+        stem = file_stem(path)
         title = _clean(str(answer.get("title", ""))).replace("\n", " ")
         properties = {k: _clean(str(answer.get(k, ""))) for k in ("author", "subject", "keywords")}
         return ParsedNote(

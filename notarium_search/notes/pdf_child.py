@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from notarium_search.notes.parse import NotANote, ReadLater
-from notarium_search.notes.pdf_pages import HEADER, REQUEST
+from notarium_search.notes.pdf_pages import HEADER, MAX_PAGE_CHARS, MAX_TEXT_CHARS, REQUEST
 
 MAX_BUSY = 2  # PDFium processes reading at once: the machine's two cores, shared with search
 _IDLE_CHILDREN = 2
@@ -47,9 +47,10 @@ _IDLE_CHILDREN = 2
 # past this it is killed and the file tried again later (never skipped for it).
 WALL_FACTOR = 4.0
 WALL_SLACK_SECONDS = 10.0
-# The most an answer may be: 4 M characters, each at most 6 bytes once in
-# JSON (a `\u001f` escape), and the metadata. A bigger header is no answer.
-MAX_ANSWER_BYTES = 6 * 4_000_000 + 2**20
+# The most an answer may be: the characters asked for and the page that
+# crossed that bound, each at most 6 bytes once in JSON (a `\u001f` escape),
+# and the metadata. A bigger header is no answer.
+MAX_ANSWER_BYTES = 6 * (MAX_TEXT_CHARS + MAX_PAGE_CHARS) + 2**20
 _CHUNK = 2**20
 _CRASHES = frozenset(
     {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGSYS, signal.SIGTRAP}

@@ -35,6 +35,9 @@ MAX_ADDRESS_SPACE = 3 * 2**30
 # Characters kept of one page: a page of text holds 2,000-6,000; past this
 # it is data drawn as text (a table of numbers, a font test sheet).
 MAX_PAGE_CHARS = 100_000
+# Characters kept of one document, as max_file_bytes bounds a Markdown note
+# (notes/pdf.py asks for them; the child stops reading pages past them).
+MAX_TEXT_CHARS = 4_000_000
 HEADER = struct.Struct(">Q")
 REQUEST = struct.Struct(">QQQ")  # pages, characters, processor seconds
 
