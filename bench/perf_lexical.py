@@ -63,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from notarium_search.logsetup import configure_logging
 from notarium_search.service import Service
-from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.settings import LANGUAGE_SETTINGS, Settings, SpaceConfig
 from notarium_search.types import FeedFilter
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -852,9 +852,11 @@ def _status_counts(statuses: Counter[int]) -> dict[str, Any]:
     return {"non_200": sum(failures.values()), "non_200_by_status": failures}
 
 
-def measure_http(work: Path, queries: list[BenchQuery], plan: Plan) -> dict[str, Any]:
+def measure_http(work: Path, queries: list[BenchQuery], plan: Plan, language: str) -> dict[str, Any]:
     paths = [search_path(q.text) for q in queries]
-    with running_server(work / "spaces", work / "index", work / "server.log") as server:
+    # The server reads the space as it was indexed: another language would rebuild it.
+    language_env = {"NOTARIUM_LANGUAGE": language}
+    with running_server(work / "spaces", work / "index", work / "server.log", language_env) as server:
         single = measure_http_single(server.port, paths, server.cpu_seconds)
         concurrent = measure_http_concurrent(server.port, paths, plan.concurrent_seconds, cpu=server.cpu_seconds)
         memory = server.memory()
@@ -1003,6 +1005,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="fewer queries and a 2 s throughput run (CI smoke test)")
     parser.add_argument("--work", type=Path, help="keep notes, index and server log in this new or empty folder")
     parser.add_argument("--profile", action="store_true", help="cProfile the index and search phases (slows them)")
+    parser.add_argument(
+        "--language",
+        default="auto",
+        choices=LANGUAGE_SETTINGS,
+        help="the space's language: auto (each note in its own, detected: the default) or one for every note",
+    )
     args = parser.parse_args(argv)
     if args.notes < 1:
         parser.error("--notes must be at least 1")
@@ -1026,12 +1034,19 @@ def run(args: argparse.Namespace, plan: Plan, corpora: Corpora, work: Path) -> d
     profiler = Profiler(args.profile)
     results: dict[str, Any] = {
         "benchmark": "perf_lexical",
-        "params": {"notes": args.notes, "quick": args.quick, "profiled": args.profile, "eval_dir": str(args.eval_dir)},
+        "params": {
+            "notes": args.notes,
+            "quick": args.quick,
+            "profiled": args.profile,
+            "eval_dir": str(args.eval_dir),
+            "language": args.language,
+        },
         "machine": machine_info(),
         "corpus": build_space(notes_dir, args.notes, corpora),
     }
     memory = {"after_generate_mb": peak_rss_mb()}
-    settings = Settings(spaces=(SpaceConfig(SPACE, notes_dir, "fr"),), index_dir=work / "index", log_level="warning")
+    space = SpaceConfig(SPACE, notes_dir, args.language)
+    settings = Settings(spaces=(space,), index_dir=work / "index", log_level="warning")
     service = Service(settings)
     queries = build_queries(plan, corpora)
     try:
@@ -1044,7 +1059,7 @@ def run(args: argparse.Namespace, plan: Plan, corpora: Corpora, work: Path) -> d
         service.stop()  # idempotent; on failure, releases the writer lock all the same
     results["index"]["size_bytes"] = dir_size(work / "index" / SPACE)
     results["index"]["lexical_size_bytes"] = dir_size(work / "index" / SPACE / "lexical")
-    results["http"] = measure_http(work, queries, plan)
+    results["http"] = measure_http(work, queries, plan, args.language)
     results["memory"] = {**memory, "bench_peak_rss_mb": peak_rss_mb()}
     results["targets"] = check_targets(results)
     if profiler.reports:

@@ -110,6 +110,9 @@ class TraceOut:
     below_floor: bool = (
         False  # semantic: below the model's similarity floor, it only adds to a note another channel found
     )
+    # lexical, in a space of several languages (`language = "auto"`): the
+    # note's language, the one the query's words were analysed in to match it
+    language: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +344,7 @@ def note_body(detail: NoteDetail) -> NoteBody:
 def search_result(hit: SearchHit, explain: bool = False) -> SearchResult:
     trace = (
         {
-            c: TraceOut(t.rank, round(t.score, 6), round(t.contribution, 6), not t.confident)
+            c: TraceOut(t.rank, round(t.score, 6), round(t.contribution, 6), not t.confident, t.language)
             for c, t in hit.trace.items()
         }
         if explain

@@ -208,7 +208,13 @@ def hits(
             break
         by_channel = found[entry.note_id]
         trace = {
-            channel: ChannelTrace(c.rank, _own_score(by_channel, channel), c.amount, _confident(by_channel, channel))
+            channel: ChannelTrace(
+                c.rank,
+                _own_score(by_channel, channel),
+                c.amount,
+                _confident(by_channel, channel),
+                by_channel[channel].language if channel in by_channel else None,
+            )
             for channel, c in entry.trace.items()
         }
         merged.append(

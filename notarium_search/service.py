@@ -418,12 +418,15 @@ class Service:
         return graph.graph.resolve("", target)
 
     @guarded
-    def highlights(self, name: str, query: str, text: str, limit: int, max_words: int) -> tuple[TextRange, ...]:
-        """Where a query's words occur in `text` (a note's rendered text, for the
-        page's preview), found as search and its snippets find them: the
-        space's analyzer, typed filters (`tag:x`…) left out. Bounded as
-        `lexical.highlights` says."""
-        return lexical.highlights(self.space(name).lexical, typed_filters.parse(query).text, text, limit, max_words)
+    def highlights(
+        self, name: str, query: str, text: str, limit: int, max_words: int, note_id: str = ""
+    ) -> tuple[TextRange, ...]:
+        """Where a query's words occur in `text` (the rendered text of the note
+        `note_id`, for the page's preview), found as search and its snippets
+        find them: the note's language's analyzer, typed filters (`tag:x`…)
+        left out. Bounded as `lexical.highlights` says."""
+        words = typed_filters.parse(query).text
+        return lexical.highlights(self.space(name).lexical, words, text, limit, max_words, note_id)
 
     @guarded
     def values(self, name: str, kind: str, prefix: str, limit: int) -> list[tuple[str, int]]:

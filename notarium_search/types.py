@@ -127,6 +127,7 @@ class ChannelHit:
     # it (`Channel.snippets`): only the channel that made it reads it.
     evidence: Any = field(default=None, compare=False, repr=False)
     known: KnownName | None = None  # lexical: the query names this note (fusion puts it first)
+    language: str | None = None  # lexical, in a space of several languages: the note's, its words matched in
 
     def __post_init__(self) -> None:
         if self.note is not None and not self.note_id:
@@ -169,6 +170,7 @@ class ChannelTrace:
     score: float  # the channel's own score (BM25, cosine similarity, graph weight)
     contribution: float  # what it adds to the fused score: weight / (k + rank)
     confident: bool = True  # False: below the channel's floor, it only adds to a note another channel found
+    language: str | None = None  # lexical, in a space of several languages: the one the note matched in
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,6 +398,7 @@ class SpaceStatus:
     graph: ChannelStatus
     message: str | None
     collections: dict[str, int] = field(default_factory=dict)  # notes per collection
+    languages: dict[str, int] = field(default_factory=dict)  # notes per analyzer language (notes/language.py)
     watch: str | None = None  # "watching", "polling every N s (why)" or "off (why)"
     skipped_notes: tuple[SkippedNote, ...] = ()  # the first SKIPPED_SHOWN of `skipped`, by path
     # Every registered channel's status by name, in the space's order (lexical

@@ -24,6 +24,9 @@ from tests.conftest import Vault, models_dir
 
 def run(args: list[str], vault: Vault, tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
+    # The language `vault.settings` gives the space "notes": the commands and
+    # an in-process service then read one index, not two fingerprints.
+    env["NOTARIUM_LANGUAGE"] = "fr"
     env.pop("NOTARIUM_CONFIG", None)
     env.update(extra_env)
     return subprocess.run(

@@ -44,7 +44,7 @@ def test_spaces_root_and_env_overrides(tmp_path: Path):
     settings = load_settings(config, env={"NOTARIUM_PORT": "9100", "GRAPH_BOOST": "1", "VECTOR_SEARCH": "off"})
     assert [s.name for s in settings.spaces] == ["carnet", "lab"]
     assert settings.space_config("lab").language == "en"  # type: ignore[union-attr]
-    assert settings.space_config("carnet").language == "fr"  # type: ignore[union-attr]
+    assert settings.space_config("carnet").language == "auto"  # type: ignore[union-attr]  # the default
     assert settings.index_dir == tmp_path / "idx"  # relative to the config file
     assert settings.port == 9100  # environment wins over the file
     assert (settings.vector_search, settings.graph_boost) == (False, True)
@@ -138,7 +138,7 @@ def test_explicit_space_outside_root(tmp_path: Path):
         ("", {"NOTARIUM_PORT": "18802.9"}, "^NOTARIUM_PORT='18802.9': expected `int`"),
         ("", {"NOTARIUM_PORT": "0"}, "^NOTARIUM_PORT='0': expected `int` >= 1$"),
         ("", {"VECTOR_SEARCH": "maybe"}, r"^VECTOR_SEARCH='maybe': must be a boolean \(1/0, true/false"),
-        ("", {"NOTARIUM_LANGUAGE": "xx"}, "^NOTARIUM_LANGUAGE='xx': must be one of fr, en, ar, da, de, el, es"),
+        ("", {"NOTARIUM_LANGUAGE": "xx"}, "^NOTARIUM_LANGUAGE='xx': must be one of auto, fr, en, ar, da, de, el, es"),
         ("", {"NOTARIUM_OVERSIZE": "explode"}, "^NOTARIUM_OVERSIZE='explode': must be one of truncate, skip$"),
         ("", {"NOTARIUM_HEADER_TIMEOUT": "90"}, "^NOTARIUM_HEADER_TIMEOUT='90': expected `float` <= 60"),
         ("", {"NOTARIUM_BODY_TIMEOUT": "0"}, "^NOTARIUM_BODY_TIMEOUT='0': expected `float` >= 0.5"),
@@ -198,7 +198,7 @@ def test_example_config_loads(tmp_path: Path):
 
 def test_sample_config_loads():
     settings = load_settings(ROOT / "config" / "sample.toml", env={})
-    assert {s.name: s.language for s in settings.spaces} == {"carnet": "fr", "lab": "en"}
+    assert {s.name: s.language for s in settings.spaces} == {"carnet": "auto", "lab": "en"}
 
 
 def test_configuration_doc_lists_every_field() -> None:

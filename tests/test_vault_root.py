@@ -172,7 +172,7 @@ def test_tables_that_name_its_sub_folders_keep_them_spaces(tmp_path: Path):
     config = tmp_path / "c.toml"
     config.write_text(f'spaces_root = "{root}"\n[spaces.lab]\nlanguage = "en"\n')
     settings = load_settings(config, env={"NOTARIUM_INDEX_DIR": str(tmp_path / "index")})
-    assert [(s.name, s.language) for s in settings.spaces] == [("carnet", "fr"), ("lab", "en")]
+    assert [(s.name, s.language) for s in settings.spaces] == [("carnet", "auto"), ("lab", "en")]
     assert settings.root_reading is not None
     assert settings.root_reading.reason == "its sub-folders are spaces: [spaces.lab] names its sub-folder lab"
     (ignored,) = settings.ignored_folders

@@ -275,7 +275,8 @@ class ServiceRoutes(Controller):
         if render and detail.body is not None:
             targets = {link.target: link.note.id for link in detail.links if link.note is not None}
             hits = preview.MAX_PREVIEW_HITS, preview.MAX_PREVIEW_HIT_WORDS
-            highlight = (lambda text: service.highlights(space, q, text, *hits)) if q.strip() else None
+            found = detail.record.note.id
+            highlight = (lambda text: service.highlights(space, q, text, *hits, note_id=found)) if q.strip() else None
             body = replace(body, html=preview.render(detail.body, preview.resolver(targets), space, highlight))
         if render and not content:
             body = replace(body, content=None)

@@ -52,7 +52,7 @@ def index_fingerprint(config: SpaceConfig, settings: Settings) -> str:
     """Everything that changes what a file becomes in the index. Each note
     format's version is in it (notes/formats.py): Markdown's is "parser12"."""
     return (
-        f"{lexical_fingerprint(config.language)}-{formats.fingerprint(config.include)}"
+        f"{lexical_fingerprint(config.analyzed)}-{formats.fingerprint(config.include)}"
         f"-max{settings.max_file_bytes}-{settings.oversize}"
         f"-collections-{CollectionRules(config.collections).fingerprint}"
     )

@@ -49,7 +49,7 @@ def open_space(config: SpaceConfig, settings: Settings, role: Role, *, rebuild: 
         lock.take(manifest, forget=rebuild)
     elif role is Role.READER and (not manifest.entries or not (directory / "lexical" / "meta.json").exists()):
         raise NotIndexed(f"space {config.name} is not indexed yet: run `notarium-search index {config.name}`")
-    lexical = LexicalIndex(directory / "lexical", config.language, read_only=not writes)
+    lexical = LexicalIndex(directory / "lexical", config.analyzed, read_only=not writes)
     if lexical.created:
         manifest.forget()
     indexer = SpaceIndexer(config, settings, lexical, manifest)

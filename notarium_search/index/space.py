@@ -235,6 +235,7 @@ class Space:
             graph=channels.get("graph", disabled),
             message=BUILDING_MESSAGE if any(c.building for c in self.channels) else None,
             watch=watch,
+            languages=self.lexical.notes_per_language(),
             collections={
                 c.name: lexical_search.count_notes(self.lexical, FeedFilter(collections=(c.name,)))
                 for c in self.config.collections

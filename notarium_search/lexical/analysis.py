@@ -62,6 +62,18 @@ QUESTION_WORDS = {  # lowercase and unaccented: the filter runs before folding
 }
 
 
+# A note's stemmed words go to its language's fields ("text_fr", "title_en"…):
+# each language has its own terms and statistics, so a note is scored as in a
+# space of its own language. The raw field LANGUAGE_FIELD holds the language.
+STEMMED_FIELDS = ("title", "aliases", "headings", "file_name", "text")
+LANGUAGE_FIELD = "lang"
+
+
+def stemmed_field(name: str, language: str) -> str:
+    """The field of one language holding a note's stemmed words of `name` (STEMMED_FIELDS)."""
+    return f"{name}_{language}"
+
+
 @dataclass(frozen=True, slots=True)
 class Analyzers:
     """The two analyzers of a language and the names a schema refers to them by."""
@@ -110,8 +122,8 @@ def analyzers(language: str) -> Analyzers:
     return Analyzers(language, f"notarium_{language}", "notarium_plain", stemmed, plain)
 
 
-def register_analyzers(index: tantivy.Index, language: str) -> Analyzers:
-    found = analyzers(language)
-    index.register_tokenizer(found.stemmed_name, found.stemmed)
-    index.register_tokenizer(found.plain_name, found.plain)
-    return found
+def register_analyzers(index: tantivy.Index, languages: tuple[str, ...]) -> None:
+    for language in languages:
+        found = analyzers(language)
+        index.register_tokenizer(found.stemmed_name, found.stemmed)
+        index.register_tokenizer(found.plain_name, found.plain)

@@ -12,12 +12,13 @@ import functools
 import itertools
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import tantivy
 from tantivy import Occur, Query
 
-from notarium_search.lexical.analysis import Analyzers
+from notarium_search.lexical.analysis import LANGUAGE_FIELD, Analyzers, stemmed_field
 from notarium_search.lexical.typos import typo_forms
 from notarium_search.settings import RankingConfig
 
@@ -92,6 +93,7 @@ class QueryPlan:
     prefix: Term | None  # the last word, still being typed
     positive: tuple[Term, ...] = field(default=())
     typing: bool = False  # no space or closing quote after the last character: a word may be unfinished
+    language: str = "fr"  # whose analyzer made the stems: they match that language's fields
 
     @property
     def is_empty(self) -> bool:
@@ -127,7 +129,7 @@ def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
     if typing and last is not None and not last.phrase:
         candidate = last.terms[-1]
         prefix = candidate if len(candidate.plain) >= PREFIX_MIN_CHARS else None
-    return QueryPlan(units=tuple(units), prefix=prefix, positive=positive, typing=typing)
+    return QueryPlan(units=tuple(units), prefix=prefix, positive=positive, typing=typing, language=analyzers.language)
 
 
 def _unit(text: str, analyzers: Analyzers, phrase: bool, excluded: bool) -> Unit:
@@ -147,12 +149,32 @@ def _analyse(analyzers: Analyzers, text: str) -> tuple[tuple[str | None, str, st
     return tuple(analysed)
 
 
+def build_query_across(
+    plans: Sequence[tuple[QueryPlan, frozenset[str]]], schema: tantivy.Schema, ranking: RankingConfig
+) -> Query:
+    """The ranked query of a space whose notes are in several languages: each
+    plan (the query analysed in one language, with its absent stems) matched
+    against the notes of that language only, so that every note is scored as
+    in a space of its own language (its language's stems, stop words, idf and
+    boosts), and the notes of every language compete in one list.
+    One plan: `build_query` itself (a space of one language)."""
+    if len(plans) == 1:
+        return build_query(plans[0][0], schema, ranking, plans[0][1])
+    each = [in_language(build_query(plan, schema, ranking, absent), plan.language, schema) for plan, absent in plans]
+    return Query.boolean_query([(Occur.Should, query) for query in each])
+
+
+def in_language(query: Query, language: str, schema: tantivy.Schema) -> Query:
+    """`query` over the notes of one language: the filter adds nothing to the score."""
+    only = Query.const_score_query(Query.term_query(schema, LANGUAGE_FIELD, language), 0.0)
+    return Query.boolean_query([(Occur.Must, only), (Occur.Must, query)])
+
+
 def build_query(
     plan: QueryPlan,
     schema: tantivy.Schema,
     ranking: RankingConfig,
     absent_stems: frozenset[str],
-    language: str,
 ) -> Query:
     """Ranked query: every word optional (more matched words rank higher),
     quoted phrases required, excluded words and phrases removed.
@@ -160,8 +182,9 @@ def build_query(
     `absent_stems`: query stems that occur in no note. Only those words are
     also matched at one typo: a word that matches something needs no typo
     tolerance, and a fuzzy clause costs more than every other clause together.
-    `language` picks the measured defaults of the exact-form and proximity
-    boosts (LANGUAGE_BOOSTS)."""
+    The plan's language picks the stemmed fields and the measured defaults of
+    the exact-form and proximity boosts (LANGUAGE_BOOSTS)."""
+    language = plan.language
     should: list[Query] = []
     must: list[Query] = []
     must_not: list[Query] = []
@@ -169,12 +192,13 @@ def build_query(
     typos = typo_forms(plan, absent_stems)
     for unit in plan.units:
         if unit.excluded:
-            must_not.append(_exact(unit, schema))
+            must_not.append(_exact(unit, schema, language))
         elif unit.phrase:
-            must.append(_exact(unit, schema))
+            must.append(_exact(unit, schema, language))
         else:
             for term in unit.terms:
-                should.extend(_word(term, schema, ranking, term is plan.prefix, plain_only, term.plain in typos))
+                prefix, typo = term is plan.prefix, term.plain in typos
+                should.extend(_word(term, schema, ranking, language, prefix, plain_only, typo))
     free = [t for u in plan.units if not u.excluded and not u.phrase for t in u.terms]  # unquoted, not excluded
     plain_words: list[str | tuple[int, str]] = [t.plain for t in free]
     if not plain_only:
@@ -183,7 +207,7 @@ def build_query(
     if len(plain_words) >= 2 and ranking.phrase_boost > 0:
         phrase = Query.phrase_query(schema, "plain", plain_words)
         should.append(Query.boost_query(phrase, ranking.phrase_boost))
-    named = _name_holds_every_word([t for t in free if t.stem is not None], schema)
+    named = _name_holds_every_word([t for t in free if t.stem is not None], schema, language)
     if named is not None and ranking.name_words_boost > 0:
         should.append(Query.boost_query(named, ranking.name_words_boost))
     # One flat boolean query, every word's options side by side: the same matches
@@ -196,13 +220,13 @@ def build_query(
     return Query.boolean_query(clauses)
 
 
-def _name_holds_every_word(terms: list[Term], schema: tantivy.Schema) -> Query | None:
+def _name_holds_every_word(terms: list[Term], schema: tantivy.Schema, language: str) -> Query | None:
     """Every word (two at least, stop words aside; the word being typed as it stands) in
     the note's title, file name or an alias, in any order: "style guide" names
     *Guide de style* as much as a note that says "guide" and "style" often."""
     if len(terms) < 2:
         return None
-    names = ("title", "file_name", "aliases")
+    names = [stemmed_field(name, language) for name in ("title", "file_name", "aliases")]
     each = [
         (Occur.Must, Query.boolean_query([(Occur.Should, Query.term_query(schema, f, t.stem)) for f in names]))
         for t in terms
@@ -230,32 +254,33 @@ def build_filter_terms(plan: QueryPlan, schema: tantivy.Schema) -> list[tuple[Oc
     plain_only = plan.stop_words_only
     for unit in plan.units:
         if unit.phrase or unit.excluded:
-            clauses.append((Occur.MustNot if unit.excluded else Occur.Must, _exact(unit, schema)))
+            clauses.append((Occur.MustNot if unit.excluded else Occur.Must, _exact(unit, schema, plan.language)))
             continue
         for term in unit.terms:
             if term.stem is None and not plain_only:
                 continue
-            clauses.append((Occur.Must, _term(schema, term, plain_only)))
+            clauses.append((Occur.Must, _term(schema, term, plain_only, plan.language)))
     return clauses
 
 
-def exclusions(plan: QueryPlan, schema: tantivy.Schema) -> list[Query]:
-    """The query's excluded words and phrases (a hit may hold none of them)."""
-    return [_exact(unit, schema) for unit in plan.units if unit.excluded]
+def exclusions(plans: Sequence[QueryPlan], schema: tantivy.Schema) -> list[Query]:
+    """The query's excluded words and phrases (a hit may hold none of them),
+    in each language: a stem clause only matches notes of its language."""
+    return [_exact(unit, schema, plan.language) for plan in plans for unit in plan.units if unit.excluded]
 
 
-def _term(schema: tantivy.Schema, term: Term, plain: bool) -> Query:
+def _term(schema: tantivy.Schema, term: Term, plain: bool, language: str) -> Query:
     if plain or term.stem is None:
         return Query.term_query(schema, "plain", term.plain)
-    return Query.term_query(schema, "text", term.stem)
+    return Query.term_query(schema, stemmed_field("text", language), term.stem)
 
 
-def _exact(unit: Unit, schema: tantivy.Schema) -> Query:
+def _exact(unit: Unit, schema: tantivy.Schema, language: str) -> Query:
     """A phrase (or a single word) as written, on the unstemmed field."""
     if len(unit.terms) == 1:
         term = unit.terms[0]
         if term.stem is not None and not unit.phrase:
-            return Query.term_query(schema, "text", term.stem)
+            return Query.term_query(schema, stemmed_field("text", language), term.stem)
         return Query.term_query(schema, "plain", term.plain)
     words: list[str | tuple[int, str]] = [t.plain for t in unit.terms]
     return Query.phrase_query(schema, "plain", words)
@@ -265,6 +290,7 @@ def _word(
     term: Term,
     schema: tantivy.Schema,
     ranking: RankingConfig,
+    language: str,
     is_prefix: bool,
     plain_only: bool,
     typo: bool,
@@ -275,7 +301,7 @@ def _word(
         base = Query.term_query(schema, "plain", term.plain) if plain_only else None
         options: list[Query] = [base] if base is not None else []
     else:
-        options = [Query.term_query(schema, "text", term.stem)]
+        options = [Query.term_query(schema, stemmed_field("text", language), term.stem)]
         for field_name, boost in (
             ("title", ranking.title_boost),
             ("file_name", ranking.file_name_boost),
@@ -283,7 +309,8 @@ def _word(
             ("headings", ranking.headings_boost),
         ):
             if boost > 0:
-                options.append(Query.boost_query(Query.term_query(schema, field_name, term.stem), boost))
+                term_query = Query.term_query(schema, stemmed_field(field_name, language), term.stem)
+                options.append(Query.boost_query(term_query, boost))
         if typo and ranking.fuzzy_weight > 0:
             fuzzy = Query.fuzzy_term_query(schema, "plain", term.plain, distance=1, transposition_cost_one=True)
             options.append(Query.boost_query(fuzzy, ranking.fuzzy_weight))

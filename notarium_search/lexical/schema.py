@@ -16,15 +16,17 @@ import msgspec
 import tantivy
 
 from notarium_search.lexical import known
-from notarium_search.lexical.analysis import MAX_TOKEN_CHARS, Analyzers
+from notarium_search.lexical.analysis import LANGUAGE_FIELD, MAX_TOKEN_CHARS, STEMMED_FIELDS, analyzers, stemmed_field
 from notarium_search.notes import location
+from notarium_search.notes.language import DETECTOR, note_language
 from notarium_search.notes.parse import flatten_meta
 from notarium_search.types import NoteSummary, ParsedNote, WikiLink
 
-SCHEMA_VERSION = 10  # 8: the names and headings of a note as whole terms (lexical/known.py), its file name searched
+SCHEMA_VERSION = 11  # 8: the names and headings of a note as whole terms (lexical/known.py), its file name searched
 # 9: folders matched ignoring case, path and file name kept folded (path:, file:), tags, folders and file names
 # counted (lexical/values.py), where the dates come from (PayloadHead.created_from)
 # 10: a note's names from each of their later words on (lexical/known.py: word starts)
+# 11: stemmed fields per language (title_fr, text_en…), each note in its own language's (notes/language.py)
 
 # Tantivy stores a date as i64 nanoseconds since the epoch and refuses any
 # other (a document, or a range query bound): a note dated 1515 is indexed as
@@ -43,30 +45,31 @@ PATH_KEY = "path_key"
 FILE_KEY = "file_key"
 
 
-def fingerprint(language: str) -> str:
-    """Part of the index fingerprint: what decides which terms are indexed."""
-    return f"lexical-v{SCHEMA_VERSION}-{language}-max{MAX_TOKEN_CHARS}"
+def fingerprint(languages: tuple[str, ...]) -> str:
+    """Part of the index fingerprint: what decides which terms are indexed
+    (the languages, and with several of them the detector choosing among them)."""
+    detector = f"-{DETECTOR}" if len(languages) > 1 else ""
+    return f"lexical-v{SCHEMA_VERSION}-{'+'.join(languages)}{detector}-max{MAX_TOKEN_CHARS}"
 
 
-def build_schema(analyzers: Analyzers) -> tantivy.Schema:
-    stemmed, plain = analyzers.stemmed_name, analyzers.plain_name
+def build_schema(languages: tuple[str, ...]) -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("path", tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("title", tokenizer_name=stemmed)
-    sb.add_text_field("aliases", tokenizer_name=stemmed)
-    sb.add_text_field("headings", tokenizer_name=stemmed)
-    # The file name's words, when they are not the title's: `Accueil.md`
-    # titled "Aide Obsidian" is found by "accueil" (ranking.file_name_boost).
-    sb.add_text_field("file_name", tokenizer_name=stemmed)
+    sb.add_text_field(LANGUAGE_FIELD, tokenizer_name="raw", index_option="basic")
+    # The title, aliases, headings, the file name's words (when they are not
+    # the title's: `Accueil.md` titled "Aide Obsidian" is found by "accueil",
+    # ranking.file_name_boost) and everything a reader would search, stemmed,
+    # in the fields of the note's language. One combined `text` field beat
+    # separate title/body fields on piaf-fr (docs/ranking.md).
+    for language in languages:
+        for name in STEMMED_FIELDS:
+            sb.add_text_field(stemmed_field(name, language), tokenizer_name=analyzers(language).stemmed_name)
     # Every name of the note, folded, each one whole term: known items.
     sb.add_text_field(known.FIELD, tokenizer_name="raw", index_option="basic")
     sb.add_text_field(known.HEADINGS_FIELD, tokenizer_name="raw", index_option="basic")
     sb.add_text_field(known.WORD_STARTS_FIELD, tokenizer_name="raw", index_option="basic")
-    # Everything a reader would search, in one BM25 field: on piaf-fr one
-    # combined field beat separate title/body fields (docs/ranking.md).
-    sb.add_text_field("text", tokenizer_name=stemmed)
-    sb.add_text_field("plain", tokenizer_name=plain)
+    sb.add_text_field("plain", tokenizer_name=analyzers(languages[0]).plain_name)
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
     # Fast (a column of term ids): value completion counts notes per tag,
     # folder and file name in one pass (lexical/values.py). Folders and file
@@ -103,6 +106,7 @@ class PayloadHead(msgspec.Struct, frozen=True, array_like=True):
     updated: float
     created_from: str  # "frontmatter" or "file": NoteSummary.created_from
     updated_from: str
+    language: str  # the language its words were analysed in (notes/language.py)
 
     def summary(self) -> NoteSummary:
         return NoteSummary(
@@ -217,19 +221,22 @@ def ancestors(path: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def to_document(note: ParsedNote) -> tantivy.Document:
+def to_document(note: ParsedNote, languages: tuple[str, ...]) -> tantivy.Document:
+    """The note's document, its words stemmed in its language among `languages` (the first: the fallback)."""
+    language = note_language(note.frontmatter, note.text, note.code_blocks, languages)
     doc = tantivy.Document()
     doc.add_text("id", note.id)
     doc.add_text("path", note.path)
-    doc.add_text("title", note.title)
+    doc.add_text(LANGUAGE_FIELD, language)
+    doc.add_text(stemmed_field("title", language), note.title)
     for alias in note.aliases:
-        doc.add_text("aliases", alias)
+        doc.add_text(stemmed_field("aliases", language), alias)
     for heading in note.headings:
-        doc.add_text("headings", heading)
+        doc.add_text(stemmed_field("headings", language), heading)
     names = known.note_names(note.id, note.path, note.title, note.aliases)
     stem = note.path.rsplit("/", 1)[-1].removesuffix(".md")
     if known.name_key(stem) != known.name_key(note.title):
-        doc.add_text("file_name", stem)
+        doc.add_text(stemmed_field("file_name", language), stem)
     for name in names:
         doc.add_text(known.FIELD, name)
     for rest in known.word_starts(note.path, note.title, note.aliases):
@@ -239,7 +246,7 @@ def to_document(note: ParsedNote) -> tantivy.Document:
             doc.add_text(known.HEADINGS_FIELD, heading)
     # Headings are already part of the body text; tags become words too.
     searchable = "\n".join((note.title, *note.aliases, " ".join(note.tags), note.text))
-    doc.add_text("text", searchable)
+    doc.add_text(stemmed_field("text", language), searchable)
     doc.add_text("plain", "\n".join((note.title, *note.aliases, note.text)))
     for tag in note.tags:
         doc.add_text("tags", tag)
@@ -278,6 +285,7 @@ def to_document(note: ParsedNote) -> tantivy.Document:
         collections=note.collections,
         chunking=note.chunking,
         lines=location.pack(note.lines),
+        language=language,
     )
     for collection in note.collections:
         doc.add_text("collections", collection)

@@ -10,11 +10,19 @@ import tantivy
 from tantivy import FieldType, Occur, Order, Query
 
 from notarium_search.lexical import known
-from notarium_search.lexical.analysis import Analyzers
+from notarium_search.lexical.analysis import analyzers, stemmed_field
 from notarium_search.lexical.cursor import CursorCodec, InvalidCursor
 from notarium_search.lexical.filters import folder_query, in_section, name_clauses
 from notarium_search.lexical.phrase import phrase_test
-from notarium_search.lexical.query import QueryPlan, Term, build_filter_terms, build_query, exclusions, plan_query
+from notarium_search.lexical.query import (
+    QueryPlan,
+    Term,
+    build_filter_terms,
+    build_query_across,
+    exclusions,
+    in_language,
+    plan_query,
+)
 from notarium_search.lexical.schema import (
     Payload,
     decode_head,
@@ -22,7 +30,14 @@ from notarium_search.lexical.schema import (
     index_date,
     meta_term,
 )
-from notarium_search.lexical.snippets import MAX_SNIPPETS, HighlightTerms, find_matches, located, make_snippets
+from notarium_search.lexical.snippets import (
+    MAX_SNIPPETS,
+    HighlightTerms,
+    LanguageTerms,
+    find_matches,
+    located,
+    make_snippets,
+)
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import RankingConfig
 from notarium_search.types import (
@@ -56,19 +71,25 @@ def search(
 ) -> ChannelResult:
     """The `limit` best notes. Snippets for the first `snippet_depth` (all when
     None), the exact-phrase flag for the first `phrase_depth` (see phrase.py)."""
-    plan = plan_query(text, index.analyzers)
+    searcher = index.searcher()
+    plans = _plans(index, searcher, text)
+    plan = plans[0]  # the words, quotes and exclusions are the same in every language
     if plan.is_empty:
         return ChannelResult(CHANNEL, ())
-    searcher = index.searcher()
-    absent = _absent_terms(searcher, plan)
-    absent_stems = frozenset(t.stem for t in absent if t.stem)
-    query = _with_filters(
-        build_query(plan, index.schema, ranking, absent_stems, index.analyzers.language), filters, index.schema
-    )
+    absent = {p.language: _absent_terms(searcher, p) for p in plans}
+    # A word is a typo (or unfinished) only when no note of any language holds
+    # it: a French word is not matched at one typo against the English notes.
+    nowhere = set.intersection(*({t.surface for t in terms} for terms in absent.values()))
+    absent_stems = {
+        language: frozenset(t.stem for t in terms if t.stem and t.surface in nowhere)
+        for language, terms in absent.items()
+    }
+    across = [(p, absent_stems[p.language]) for p in plans]
+    query = _with_filters(build_query_across(across, index.schema, ranking), filters, index.schema)
     result = searcher.search(query, limit, count=False)
     read: dict[tuple[int, int], bytes] = {}  # the stored notes _named read, not read twice
-    named = _named(index, searcher, text, plan, filters, min(limit, NAMED_NOTES), read)[:limit]
-    terms = HighlightTerms.from_plan(plan, absent_stems)
+    named = _named(index, searcher, text, plans, filters, min(limit, NAMED_NOTES), read)[:limit]
+    terms = LanguageTerms.of(plans, lambda p: absent_stems[p.language])
     holds_phrase = phrase_test(unicodedata.normalize("NFC", text)) if phrase_depth else None
     snippet_depth = 0 if not with_snippets else limit if snippet_depth is None else snippet_depth
     # The notes the query names first (lexical/known.py), each at the best
@@ -87,29 +108,45 @@ def search(
         if rank < snippet_depth or rank < phrase_depth:
             payload = decode_payload(raw)
             exact = holds_phrase is not None and rank < phrase_depth and holds_phrase(payload.title, payload.text)
-            snippets = _cut(payload, terms, index.analyzers, sections=filters.sections) if rank < snippet_depth else ()
-            hits.append(ChannelHit(payload.summary(), score, snippets, exact=exact, evidence=later, known=name))
+            snippets = _cut(payload, terms, sections=filters.sections) if rank < snippet_depth else ()
+            language = payload.language if len(plans) > 1 else None
+            hits.append(
+                ChannelHit(payload.summary(), score, snippets, exact, evidence=later, known=name, language=language)
+            )
         else:  # deep: fusion will drop most of these, so only the note's head is decoded now
-            hits.append(ChannelHit(decode_head(raw).summary(), score, (), evidence=later, known=name))
-    unmatched = tuple(dict.fromkeys(t.surface for t in absent if not _prefix_matches(searcher, plan, t)))
+            head = decode_head(raw)
+            language = head.language if len(plans) > 1 else None
+            hits.append(ChannelHit(head.summary(), score, (), evidence=later, known=name, language=language))
+    missing = [t for t in absent[plan.language] if t.surface in nowhere]
+    unmatched = tuple(dict.fromkeys(t.surface for t in missing if not _prefix_matches(searcher, plan, t)))
     # A note the query names holds each of its words, whole or as a word's start.
     return ChannelResult(CHANNEL, tuple(hits), () if named else unmatched)
+
+
+def _plans(index: LexicalIndex, searcher: tantivy.Searcher, text: str) -> list[QueryPlan]:
+    """The query analysed in each language of the notes `searcher` sees, the fallback's first when it has notes."""
+    return [plan_query(text, analyzers(language)) for language in index.present(searcher)]
+
+
+def query_terms(index: LexicalIndex, text: str) -> LanguageTerms:
+    """A query's terms to highlight notes of every language with (no word taken as absent)."""
+    return LanguageTerms.of(_plans(index, index.searcher(), text), lambda _: frozenset())
 
 
 def _named(
     index: LexicalIndex,
     searcher: tantivy.Searcher,
     text: str,
-    plan: QueryPlan,
+    plans: list[QueryPlan],
     filters: FeedFilter,
     count: int,
     read: dict[tuple[int, int], bytes],
 ) -> list[tuple[tantivy.DocAddress, KnownName]]:
     """The notes the query names, best first (lexical/known.py), within its exclusions and filters."""
-    wanted = known.NameQuery.of(text, plan)
+    wanted = known.NameQuery.of(text, plans[0])
     if wanted is None:
         return []
-    excluded = [(Occur.MustNot, q) for q in exclusions(plan, index.schema)]
+    excluded = [(Occur.MustNot, q) for q in exclusions(plans, index.schema)]
 
     def within(query: Query) -> Query:
         """The query within the exclusions and filters: itself when there are none."""
@@ -125,27 +162,34 @@ def _named(
     return known.find(searcher, index.schema, wanted, count, within, head)
 
 
-def highlights(index: LexicalIndex, query: str, text: str, limit: int, max_words: int) -> tuple[TextRange, ...]:
-    """Where the query's words occur in `text` as search matches them (stems,
-    accents folded, the last word as a prefix, a word no note holds at one
-    typo), as snippets highlight them: the first `limit`, among the first
-    `max_words` words that may match, in the first MAX_SCAN_CHARS of `text`."""
-    plan = plan_query(query, index.analyzers)
+def highlights(
+    index: LexicalIndex, query: str, text: str, limit: int, max_words: int, note_id: str = ""
+) -> tuple[TextRange, ...]:
+    """Where the query's words occur in `text` (the note `note_id`'s, read in
+    its language) as search matches them (stems, accents folded, the last word
+    as a prefix, a word no note holds at one typo), as snippets highlight them:
+    the first `limit`, among the first `max_words` words that may match, in
+    the first MAX_SCAN_CHARS of `text`."""
+    language = index.languages[0]
+    if len(index.languages) > 1 and note_id:
+        found_note = payloads_by_id(index, [note_id]).get(note_id)
+        language = found_note.language if found_note is not None else language
+    plan = plan_query(query, analyzers(language))
     if plan.is_empty:
         return ()
     absent = frozenset(t.stem for t in _absent_terms(index.searcher(), plan) if t.stem)
     terms = HighlightTerms.from_plan(plan, absent)
-    found = find_matches(text, terms, index.analyzers, max_matches=limit, max_candidates=max_words)
+    found = find_matches(text, terms, analyzers(language), max_matches=limit, max_candidates=max_words)
     return tuple(TextRange(match.start, match.end) for match in found)
 
 
 def _absent_terms(searcher: tantivy.Searcher, plan: QueryPlan) -> list[Term]:
-    """Query words that occur in no note as such (typos, or words still being typed)."""
+    """Query words that occur in no note of the plan's language as such (typos, or words still being typed)."""
     absent = []
     for term in plan.positive:
         if term.stem is None and not plan.stop_words_only:
             continue
-        field, value = ("text", term.stem) if term.stem else ("plain", term.plain)
+        field, value = (stemmed_field("text", plan.language), term.stem) if term.stem else ("plain", term.plain)
         if searcher.doc_freq(field, value) == 0:
             absent.append(term)
     return absent
@@ -163,9 +207,9 @@ def feed(
     excerpt: where the words occur, else its opening lines."""
     payloads, next_cursor = feed_payloads(index, text, filters, limit, cursor, cursors)
     # Every word occurs in a listed note: none is absent.
-    terms = HighlightTerms.from_plan(plan_query(text, index.analyzers), frozenset())
+    terms = query_terms(index, text)
     sections = filters.sections
-    excerpts = {p.id: s[0] for p in payloads if (s := _cut(p, terms, index.analyzers, limit=1, sections=sections))}
+    excerpts = {p.id: s[0] for p in payloads if (s := _cut(p, terms, limit=1, sections=sections))}
     return FeedPage(tuple(p.summary() for p in payloads), next_cursor, partial=False, excerpts=excerpts)
 
 
@@ -180,12 +224,11 @@ def feed_payloads(
     """`feed`, with each note's whole payload (metadata queries need its
     frontmatter). `cursors` None: one page, no cursor in or out."""
     after = cursors.decode(cursor) if cursor and cursors is not None else None
-    plan = plan_query(text, index.analyzers)
-    clauses = build_filter_terms(plan, index.schema)
+    searcher = index.searcher()
+    clauses = _every_word(index, searcher, text)
     if after is not None:
         clauses.append((Occur.Must, Query.range_query(index.schema, "feed_key", FieldType.Integer, None, after[0])))
     query = _with_filters(_conjunction(clauses), filters, index.schema)
-    searcher = index.searcher()
     fetch = limit + 1 + FEED_TIE_SLACK
     while True:
         result = searcher.search(query, fetch, count=False, order_by_field="feed_key", order=Order.Desc)
@@ -206,6 +249,15 @@ def feed_payloads(
     more = len(items) > limit
     next_cursor = cursors.encode(page[-1][0], page[-1][1]) if more and page and cursors is not None else None
     return [decode_payload(raw) for _, _, raw in page], next_cursor
+
+
+def _every_word(index: LexicalIndex, searcher: tantivy.Searcher, text: str) -> list[tuple[Occur, Query]]:
+    """The feed's clauses: a note holds every word of the query, analysed in its language."""
+    plans = _plans(index, searcher, text)
+    if len(plans) == 1:
+        return build_filter_terms(plans[0], index.schema)
+    each = [in_language(_conjunction(build_filter_terms(p, index.schema)), p.language, index.schema) for p in plans]
+    return [(Occur.Must, Query.boolean_query([(Occur.Should, q) for q in each]))]
 
 
 def all_payloads(index: LexicalIndex) -> Iterator[Payload]:
@@ -281,7 +333,7 @@ class Evidence:
     """What a lexical hit keeps to cut its snippets later: its stored note, undecoded, and the query's terms."""
 
     raw: bytes
-    terms: HighlightTerms
+    terms: LanguageTerms
     sections: tuple[str, ...] = ()  # `section:` filters: the excerpts cut from such a section
 
 
@@ -290,16 +342,16 @@ def snippets_of(index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, ...]:
     if hit.snippets or not isinstance(hit.evidence, Evidence):
         return hit.snippets
     evidence = hit.evidence
-    return _cut(decode_payload(evidence.raw), evidence.terms, index.analyzers, sections=evidence.sections)
+    return _cut(decode_payload(evidence.raw), evidence.terms, sections=evidence.sections)
 
 
 def _cut(
     payload: Payload,
-    terms: HighlightTerms,
-    analyzers: Analyzers,
+    language_terms: LanguageTerms,
     limit: int = MAX_SNIPPETS,
     sections: tuple[str, ...] = (),
 ) -> tuple[Snippet, ...]:
+    terms, analyzers = language_terms.of_note(payload.language)
     # `section:` filters: cut from such a section when it holds the words (lexical/filters.py).
     found = in_section(payload, terms, analyzers, sections) if sections else ()
     if found:

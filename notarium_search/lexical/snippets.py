@@ -22,7 +22,7 @@ import html
 import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -104,6 +104,25 @@ class HighlightTerms:
             keys=tuple(key(t) for t in plan.positive),
             typing=prefix is not None and bool(plan.positive) and prefix is plan.positive[-1],
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageTerms:
+    """A query's terms in each language of the space's notes (lexical/search.py
+    analyses it in each): a note is highlighted with its own language's stems,
+    as it was matched."""
+
+    by_language: tuple[tuple[str, HighlightTerms], ...]  # the fallback's first
+
+    @classmethod
+    def of(cls, plans: Iterable[QueryPlan], absent: Callable[[QueryPlan], Set[str]]) -> LanguageTerms:
+        return cls(tuple((plan.language, HighlightTerms.from_plan(plan, absent(plan))) for plan in plans))
+
+    def of_note(self, language: str) -> tuple[HighlightTerms, Analyzers]:
+        """The terms and analyzers for a note in `language` (the first
+        language's for one the query was not analysed in)."""
+        found = next((pair for pair in self.by_language if pair[0] == language), self.by_language[0])
+        return found[1], analysis.analyzers(found[0])
 
 
 def make_snippets(

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 import tantivy
 
-from notarium_search.lexical.analysis import Analyzers, analyzers, register_analyzers
+from notarium_search.lexical.analysis import LANGUAGE_FIELD, Analyzers, analyzers, register_analyzers
 from notarium_search.lexical.schema import build_schema, to_document
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.faults import (
@@ -46,9 +46,11 @@ class WriterFailed(StorageFault):
 
 
 class LexicalIndex:
-    def __init__(self, directory: Path, language: str, read_only: bool = False) -> None:
-        """`read_only`: open what another process writes; never create,
-        delete or write anything (IndexUnreadable when it cannot be opened)."""
+    def __init__(self, directory: Path, languages: str | tuple[str, ...], read_only: bool = False) -> None:
+        """`languages`: those the notes are analysed in, the fallback first
+        (one: every note in it). `read_only`: open what another process
+        writes; never create, delete or write anything (IndexUnreadable when
+        it cannot be opened)."""
         self.directory = directory
         self.read_only = read_only
         if not read_only:
@@ -56,7 +58,8 @@ class LexicalIndex:
         # Tantivy silently creates an empty index when meta.json is missing:
         # callers must then forget their manifest and re-index from the files.
         self.created = not (directory / "meta.json").exists()
-        self.analyzers: Analyzers = analyzers(language)
+        self.languages: tuple[str, ...] = (languages,) if isinstance(languages, str) else tuple(languages)
+        self.analyzers: Analyzers = analyzers(self.languages[0])  # the fallback's
         self.index = self._open()
         self.schema = self.index.schema
         self._writer: tantivy.IndexWriter | None = None
@@ -69,13 +72,13 @@ class LexicalIndex:
             if self.created:
                 raise IndexUnreadable(f"no index in {self.directory}")
             try:
-                index = tantivy.Index(build_schema(self.analyzers), path=str(self.directory), reuse=True)
+                index = tantivy.Index(build_schema(self.languages), path=str(self.directory), reuse=True)
             except (OSError, ValueError) as exc:
                 raise IndexUnreadable(f"cannot open the index in {self.directory}: {describe(exc)}") from exc
-            register_analyzers(index, self.analyzers.language)
+            register_analyzers(index, self.languages)
             return index
         try:
-            index = tantivy.Index(build_schema(self.analyzers), path=str(self.directory), reuse=True)
+            index = tantivy.Index(build_schema(self.languages), path=str(self.directory), reuse=True)
         except (OSError, ValueError) as exc:
             if is_passing(exc):  # says nothing of the files: never a reason to delete them
                 raise StorageFault(f"cannot open the index in {self.directory}: {describe(exc)}") from exc
@@ -83,12 +86,31 @@ class LexicalIndex:
             shutil.rmtree(self.directory, ignore_errors=True)
             self.directory.mkdir(parents=True)
             self.created = True
-            index = tantivy.Index(build_schema(self.analyzers), path=str(self.directory), reuse=False)
-        register_analyzers(index, self.analyzers.language)
+            index = tantivy.Index(build_schema(self.languages), path=str(self.directory), reuse=False)
+        register_analyzers(index, self.languages)
         return index
 
     def searcher(self) -> tantivy.Searcher:
         return self._searcher
+
+    def notes_per_language(self) -> dict[str, int]:
+        """How many notes are analysed in each of the space's languages (status)."""
+        searcher = self._searcher
+        counts = {}
+        for language in self.languages:
+            query = tantivy.Query.term_query(self.schema, LANGUAGE_FIELD, language)
+            # `count` exists at run time but is missing from tantivy-py 0.27's stubs.
+            counts[language] = int(getattr(searcher.search(query, 1, count=True), "count", 0) or 0)
+        return counts
+
+    def present(self, searcher: tantivy.Searcher) -> tuple[str, ...]:
+        """The languages of the notes `searcher` sees, in the space's order:
+        a query is analysed in each (lexical/search.py). The fallback when
+        there is no note; one language without a lookup."""
+        if len(self.languages) == 1:
+            return self.languages
+        found = tuple(lang for lang in self.languages if searcher.doc_freq(LANGUAGE_FIELD, lang) > 0)
+        return found or self.languages[:1]
 
     def reload(self, keep_if_emptied: bool = False) -> bool:
         """See the last commit (and finished merges) from now on; returns
@@ -159,7 +181,7 @@ class LexicalIndex:
             raise self._failure(what, exc) from exc
 
     def upsert(self, note: ParsedNote, previous_id: str | None = None) -> None:
-        doc = to_document(note)
+        doc = to_document(note, self.languages)
 
         def step(writer: tantivy.IndexWriter) -> None:
             writer.delete_documents_by_term("id", previous_id or note.id)
@@ -209,8 +231,8 @@ class LexicalIndex:
         self._writer = None  # a writer over damaged segments cannot be trusted to close cleanly
         shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.index = tantivy.Index(build_schema(self.analyzers), path=str(self.directory), reuse=False)
-        register_analyzers(self.index, self.analyzers.language)
+        self.index = tantivy.Index(build_schema(self.languages), path=str(self.directory), reuse=False)
+        register_analyzers(self.index, self.languages)
         self.schema = self.index.schema
         self.created = True
 

@@ -169,7 +169,9 @@ def _space_help(names: list[str]) -> str:
 def _instructions(service: Service) -> str:
     unopened = service.unopened()
     spaces = ", ".join(
-        f"{c.name} ({c.language})" if c.name not in unopened else f"{c.name} (could not open: {unopened[c.name]})"
+        f"{c.name} ({'/'.join(c.analyzed)})"
+        if c.name not in unopened
+        else f"{c.name} (could not open: {unopened[c.name]})"
         for c in service.settings.spaces
     )
     return (

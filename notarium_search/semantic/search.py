@@ -9,9 +9,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from notarium_search.lexical import search as lexical
-from notarium_search.lexical.query import plan_query
 from notarium_search.lexical.schema import Payload
-from notarium_search.lexical.snippets import HighlightTerms, located, make_snippets
+from notarium_search.lexical.snippets import LanguageTerms, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.semantic.calibration import query_weight
 from notarium_search.semantic.index import SemanticIndex, text_digest
@@ -45,7 +44,7 @@ def search(
     ranked = sorted(by_note.items(), key=lambda item: -item[1][0][1])[:limit]
     depth = len(ranked) if snippet_depth is None else snippet_depth
     payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
-    terms = HighlightTerms.from_plan(plan_query(text, lexical_index.analyzers), frozenset())
+    terms = lexical.query_terms(lexical_index, text)
     unrelated = unrelated_score(index, query)
     margin = index.margin()  # the model's, or what this space's noise asks (semantic/probes.py)
     floor = None if unrelated is None or margin is None else unrelated + margin
@@ -84,7 +83,7 @@ class Evidence:
     """What a semantic hit keeps to cut its snippets later: its nearest fragments, and the query's terms."""
 
     fragments: tuple[tuple[Record, float], ...]
-    terms: HighlightTerms
+    terms: LanguageTerms
 
 
 def snippets_of(lexical_index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, ...]:
@@ -99,19 +98,20 @@ def snippets_of(lexical_index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, 
 
 
 def _snippets(
-    payload: Payload, fragments: Sequence[tuple[Record, float]], terms: HighlightTerms, lexical_index: LexicalIndex
+    payload: Payload, fragments: Sequence[tuple[Record, float]], terms: LanguageTerms, lexical_index: LexicalIndex
 ) -> tuple[Snippet, ...]:
     found = (_snippet(payload, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
     return located((s for s in found if s is not None), payload.sections, payload.lines)
 
 
-def _snippet(payload: Payload, record: Record, terms: HighlightTerms, lexical_index: LexicalIndex) -> Snippet | None:
+def _snippet(payload: Payload, record: Record, terms: LanguageTerms, lexical_index: LexicalIndex) -> Snippet | None:
     """The fragment's best excerpt, its `at` counted from the note's text (`located` places it)."""
     piece = payload.text[record.start : record.end]
     fragment = piece.strip()
     if text_digest(fragment) != record.digest:
         return None  # the note changed since this fragment was embedded
-    found = make_snippets(fragment, terms, lexical_index.analyzers, limit=1)
+    note_terms, analyzers = terms.of_note(payload.language)
+    found = make_snippets(fragment, note_terms, analyzers, limit=1)
     if not found:
         return None
     if found[0].at < 0:
@@ -143,7 +143,7 @@ def related(
         return []
     source_time = source.updated
     echoes = []
-    terms = HighlightTerms.from_plan(plan_query("", lexical_index.analyzers), frozenset())
+    terms = lexical.query_terms(lexical_index, "")
     for other_id, (score, other, mine) in sorted(best.items(), key=lambda item: -item[1][0]):
         payload = payloads.get(other_id)
         if payload is None or abs(payload.updated - source_time) < min_seconds_apart:

@@ -26,10 +26,12 @@ from msgspec import Meta
 
 from notarium_search.logsetup import get_logger
 from notarium_search.settings.declared import (
+    AUTO_LANGUAGE,
     CHUNKING_MODES,
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
     DEFAULT_MAX_TOKENS,
+    LANGUAGE_SETTINGS,
     LANGUAGES,
     OVERSIZE_POLICIES,
     PAGE_CHUNKING,
@@ -56,11 +58,13 @@ from notarium_search.settings.readers import ConfigError, converted, empty_path,
 from notarium_search.settings.spaces import read_spaces
 
 __all__ = [
+    "AUTO_LANGUAGE",
     "CHUNKING_MODES",
     "DEFAULT_EXCLUDE",
     "DEFAULT_INCLUDE",
     "DEFAULT_MAX_TOKENS",
     "LANGUAGES",
+    "LANGUAGE_SETTINGS",
     "OVERSIZE_POLICIES",
     "PAGE_CHUNKING",
     "POOLINGS",

@@ -16,15 +16,30 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
-from notarium_search.settings.readers import hosts, names, origins, proxies, text_or_none, token, url
+from notarium_search.settings.readers import (
+    AUTO_LANGUAGE as AUTO_LANGUAGE,
+)
+from notarium_search.settings.readers import (
+    LANGUAGES as LANGUAGES,
+)
+from notarium_search.settings.readers import (
+    hosts,
+    language_codes,
+    names,
+    origins,
+    proxies,
+    text_or_none,
+    token,
+    url,
+)
 
 SPACE_NAME_PATTERN = "[a-z0-9][a-z0-9_-]*"
 # Anchored with \Z, not $: `$` also matches before a final newline, so
 # "abc\n" passed. With \Z even a plain `.match` checks the whole name.
 SPACE_NAME_RE = re.compile(rf"{SPACE_NAME_PATTERN}\Z")
-# A space's analyzer language: ISO 639-1 codes of the 18 Snowball stemmers
-# Tantivy ships (lexical/analysis.py maps each to its stemmer); French first.
-LANGUAGES = ("fr", "en", "ar", "da", "de", "el", "es", "fi", "hu", "it", "nl", "no", "pt", "ro", "ru", "sv", "ta", "tr")
+# The languages a space may be analysed in (settings/readers.py, a leaf).
+LANGUAGE_SETTINGS = (AUTO_LANGUAGE, *LANGUAGES)
+DEFAULT_LANGUAGES = ("fr", "en")
 OVERSIZE_POLICIES = ("truncate", "skip")
 CHUNKING_MODES = ("paragraph", "section")  # fragment modes of collections (semantic/chunking.py)
 # Paragraphs, and a page never shared by two fragments: a PDF's (notes/pdf.py),
@@ -244,9 +259,10 @@ class SpaceConfig:
 
     name: str
     path: Path
-    language: str = "fr"
-    """Analyzer language: "fr" (French stemming + stop words), "en", or another
-    Snowball language by its ISO 639-1 code ("de", "es", "it"…: LANGUAGES)."""
+    language: str = AUTO_LANGUAGE
+    """Analyzer language: "auto" (each note in its own language, among
+    `languages`), or one Snowball language for every note by its ISO 639-1
+    code ("fr", "en", "de", "es", "it"…: LANGUAGES)."""
     include: tuple[str, ...] = DEFAULT_INCLUDE
     """Glob patterns (relative POSIX paths) a note must match."""
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
@@ -255,6 +271,14 @@ class SpaceConfig:
     """Named parts of the space; a note may belong to several."""
     open_url: str = ""
     """How a hit opens in an editor: a template of OPEN_URL_FIELDS ("" automatic, "none" never)."""
+    languages: tuple[str, ...] = DEFAULT_LANGUAGES
+    """With "auto": the languages a note may be read in, the first for a note
+    too short to tell or in none of them."""
+
+    @property
+    def analyzed(self) -> tuple[str, ...]:
+        """The languages the space's notes are analysed in, the fallback first."""
+        return self.languages if self.language == AUTO_LANGUAGE else (self.language,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,8 +352,12 @@ class Settings:
     with VECTOR_SEARCH."""
     log_level: Annotated[str, Env("NOTARIUM_LOG_LEVEL"), Choices("debug", "info", "warning", "error")] = "info"
     """debug, info, warning or error."""
-    language: Annotated[str, Env("NOTARIUM_LANGUAGE"), Choices(*LANGUAGES)] = "fr"
-    """Default analyzer language of spaces."""
+    language: Annotated[str, Env("NOTARIUM_LANGUAGE"), Choices(*LANGUAGE_SETTINGS)] = AUTO_LANGUAGE
+    """Default analyzer language of spaces: "auto" (each note in its own
+    language, among `languages`) or one language's ISO 639-1 code."""
+    languages: Annotated[tuple[str, ...], Env("NOTARIUM_LANGUAGES"), ReadWith(language_codes)] = DEFAULT_LANGUAGES
+    """The languages "auto" chooses among, the first for a note too short to
+    tell (18 Snowball languages: fr, en, de, es, it, pt, nl…)."""
     open_url: Annotated[str, Env("NOTARIUM_OPEN_URL")] = ""
     """Default template of the link that opens a hit in an editor, for spaces
     whose table gives none: fields {vault}, {path}, {abs_path}, {heading}, {line}; "" gives an

@@ -22,6 +22,13 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message says which field and why."""
 
 
+# A space's analyzer languages: ISO 639-1 codes of the 18 Snowball stemmers
+# Tantivy ships (lexical/analysis.py maps each to its stemmer); French first.
+LANGUAGES = ("fr", "en", "ar", "da", "de", "el", "es", "fi", "hu", "it", "nl", "no", "pt", "ro", "ru", "sv", "ta", "tr")
+# `language = "auto"`: each note in its own language, among the space's `languages`.
+AUTO_LANGUAGE = "auto"
+
+
 # A host name (labels of letters, digits, hyphens; `*.` first for sub-domains) or an IP address.
 _HOST_NAME = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\Z")
 MIN_TOKEN_CHARS = 16  # a shorter bearer token is guessable
@@ -160,6 +167,17 @@ def names(value: Any) -> tuple[str, ...]:
     if not names:
         raise ConfigError("needs at least one name")
     return names
+
+
+def language_codes(value: Any) -> tuple[str, ...]:
+    """The languages a space set to "auto" reads, the first its fallback: codes of LANGUAGES."""
+    items = tuple(dict.fromkeys(i.casefold() for i in text_list("languages", value, "language codes")))
+    unknown = [i for i in items if i not in LANGUAGES]
+    if unknown or not items:
+        raise ConfigError(
+            f"languages: {', '.join(unknown) or 'none given'}: each must be one of {', '.join(LANGUAGES)}"
+        )
+    return items
 
 
 def host_pattern(text: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from notarium_search.settings.declared import (
     CHUNKING_MODES,
     DEFAULT_EXCLUDE,
-    LANGUAGES,
+    LANGUAGE_SETTINGS,
     OPEN_URL_FIELDS,
     SPACE_NAME_PATTERN,
     CollectionConfig,
@@ -23,7 +23,7 @@ from notarium_search.settings.declared import (
     SpaceConfig,
     valid_space_name,
 )
-from notarium_search.settings.readers import ConfigError, empty_path, read_path, text_list
+from notarium_search.settings.readers import ConfigError, empty_path, language_codes, read_path, text_list
 from notarium_search.settings.root import (
     claiming_tables,
     list_root,
@@ -79,7 +79,9 @@ def read_spaces(
                 f"{found[name].path} and {path} would both be space {name}: declare one of them as"
                 f' [spaces.OTHER] with path = "{path}"'
             )
-        found[name] = SpaceConfig(name, path, settings.language, include, exclude, open_url=default_open_url)
+        found[name] = SpaceConfig(
+            name, path, settings.language, include, exclude, open_url=default_open_url, languages=settings.languages
+        )
         if what is not None:
             whole[name] = what
 
@@ -167,7 +169,7 @@ def _space_table(
         raise ConfigError(f"space name {name!r} must match {SPACE_NAME_PATTERN}")
     if not isinstance(table, dict):
         raise ConfigError(f"[spaces.{name}] must be a table")
-    unknown = set(table) - {"path", "language", "include", "exclude", "collections", "open_url"}
+    unknown = set(table) - {"path", "language", "languages", "include", "exclude", "collections", "open_url"}
     if unknown:
         raise ConfigError(f"unknown keys in [spaces.{name}]: {', '.join(sorted(unknown))}")
     if "path" in table:
@@ -186,7 +188,17 @@ def _space_table(
         exclude=_patterns(f"[spaces.{name}] exclude", table.get("exclude"), exclude),
         collections=_collections(name, table.get("collections", {})),
         open_url=_open_url(f"[spaces.{name}] open_url", table.get("open_url", settings.open_url)),
+        languages=_languages(name, table, existing, settings),
     )
+
+
+def _languages(name: str, table: dict[str, Any], existing: SpaceConfig | None, settings: Settings) -> tuple[str, ...]:
+    if "languages" not in table:
+        return existing.languages if existing else settings.languages
+    try:
+        return language_codes(table["languages"])
+    except ConfigError as exc:
+        raise ConfigError(f"[spaces.{name}] {exc}") from exc
 
 
 def _open_url(where: str, value: Any) -> str:
@@ -241,8 +253,8 @@ def _check_space(config: SpaceConfig) -> None:
     after the service starts, a disk plugged in later. That space is served
     as a folder gone away is (index/passes.py): its index kept, status saying
     why, tried again until the folder is there; the others serve."""
-    if config.language not in LANGUAGES:
-        raise ConfigError(f"space {config.name}: language must be one of {', '.join(LANGUAGES)}")
+    if config.language not in LANGUAGE_SETTINGS:
+        raise ConfigError(f"space {config.name}: language must be one of {', '.join(LANGUAGE_SETTINGS)}")
     try:
         exists = config.path.exists()
     except OSError:  # a parent the service may not search: the space says so once open

@@ -50,7 +50,8 @@ def alive(pid: int) -> bool:
 @pytest.mark.slow
 def test_a_supervisor_killed_mid_build_then_restarted_at_once(vault: Vault, tmp_path: Path):
     write_many(vault)
-    first = Served(vault, tmp_path, NOTARIUM_WORKERS="2")
+    # French, as `vault.settings()` says, so that the index compares with the one built below.
+    first = Served(vault, tmp_path, NOTARIUM_WORKERS="2", NOTARIUM_LANGUAGE="fr")
     try:
         with first.client(timeout=10) as client:
 
@@ -70,7 +71,7 @@ def test_a_supervisor_killed_mid_build_then_restarted_at_once(vault: Vault, tmp_
         os.kill(first.process.pid, signal.SIGKILL)
         first.process.wait()
         # At once: no wait for the old workers (they hold the lock and the port for a moment).
-        second = Served(vault, tmp_path, NOTARIUM_WORKERS="2", NOTARIUM_PORT=str(first.port))
+        second = Served(vault, tmp_path, NOTARIUM_WORKERS="2", NOTARIUM_PORT=str(first.port), NOTARIUM_LANGUAGE="fr")
         second.port, second.base = first.port, first.base
         try:
             eventually(lambda: not any(alive(w) for w in workers), timeout=STARTUP_SECONDS)  # died with it

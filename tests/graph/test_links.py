@@ -329,6 +329,7 @@ def test_note_links_of_parsed_stored_and_plain_notes():
         updated=0.0,
         created_from="frontmatter",
         updated_from="frontmatter",
+        language="fr",
         links=tuple((link.target, link.heading, link.alias) for link in links),
         text="",
     )
