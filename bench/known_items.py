@@ -415,6 +415,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--work", type=Path, help="keep notes and indexes here (reused)")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument(
+        "--auto", action="store_true", help='every space set to language = "auto" (each note in its own language)'
+    )
     return parser.parse_args(argv)
 
 
@@ -434,9 +437,11 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "load_average_at_start": load_average(),
         "modes": modes,
         "sample": args.sample,
+        "auto": args.auto,
         "collections": {},
     }
-    for collection in collections_from(args, work):
+    for found in collections_from(args, work):
+        collection = replace(found, language="auto") if args.auto else found
         results["collections"][collection.name] = run_collection(
             collection, work, modes, embedder, args.sample, not args.no_minisearch
         )

@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", type=Path, required=True, help="its NOTARIUM_INDEX_DIR")
     parser.add_argument("--requests", type=int, default=600)
     parser.add_argument("--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval")
+    parser.add_argument("--language", default="auto", help="NOTARIUM_LANGUAGE: auto (the default) or one language")
     args = parser.parse_args(argv)
     env = {
         "NOTARIUM_SPACES_ROOT": str(args.root),
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         "GRAPH_BOOST": "0",
         "VECTOR_SEARCH": "0",
         "NOTARIUM_LOG_LEVEL": "warning",
+        "NOTARIUM_LANGUAGE": args.language,
     }
     settings = load_settings(env=env)
     service = Service(settings)

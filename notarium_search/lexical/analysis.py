@@ -62,16 +62,18 @@ QUESTION_WORDS = {  # lowercase and unaccented: the filter runs before folding
 }
 
 
-# A note's stemmed words go to its language's fields ("text_fr", "title_en"…):
-# each language has its own terms and statistics, so a note is scored as in a
-# space of its own language. The raw field LANGUAGE_FIELD holds the language.
-STEMMED_FIELDS = ("title", "aliases", "headings", "file_name", "text")
+# The raw field holding the language a note's words were analysed in.
 LANGUAGE_FIELD = "lang"
-
-
-def stemmed_field(name: str, language: str) -> str:
-    """The field of one language holding a note's stemmed words of `name` (STEMMED_FIELDS)."""
-    return f"{name}_{language}"
+# A space of several languages (`language = "auto"`) has its notes' stems
+# made in Python, each note by its own language's analyzer, and written as
+# words this tokenizer only splits: a Tantivy field has one analyzer. One
+# field for every language, not one per language (text_fr, text_en): Tantivy
+# counts a field's average length and its terms' idf over every note, so in
+# fields of their own the French notes of piaf-fr and cranfield together
+# looked 2.8 times longer than average, and piaf-fr lost 0.013 nDCG@10
+# (docs/ranking.md, "Languages of the notes"). 0.08 ms a note of 1,000 characters.
+STEMS_TOKENIZER = "notarium_stems"
+STEMS = TextAnalyzerBuilder(Tokenizer.whitespace()).build()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,7 @@ def analyzers(language: str) -> Analyzers:
 
 
 def register_analyzers(index: tantivy.Index, languages: tuple[str, ...]) -> None:
+    index.register_tokenizer(STEMS_TOKENIZER, STEMS)
     for language in languages:
         found = analyzers(language)
         index.register_tokenizer(found.stemmed_name, found.stemmed)

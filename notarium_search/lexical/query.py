@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import tantivy
 from tantivy import Occur, Query
 
-from notarium_search.lexical.analysis import LANGUAGE_FIELD, Analyzers, stemmed_field
+from notarium_search.lexical.analysis import LANGUAGE_FIELD, Analyzers
 from notarium_search.lexical.typos import typo_forms
 from notarium_search.settings import RankingConfig
 
@@ -104,7 +104,10 @@ class QueryPlan:
         return bool(self.positive) and all(t.stem is None for t in self.positive)
 
 
-def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
+def plan_query(text: str, analyzers: Analyzers, stop_words: frozenset[str] = frozenset()) -> QueryPlan:
+    """The query analysed in the analyzers' language; `stop_words` (plain
+    forms): words taken as stop words besides the language's own (those of
+    the space's other languages: lexical/search.py)."""
     # Notes are indexed in NFC; a decomposed accent would split a word in two.
     text = unicodedata.normalize("NFC", text)
     units: list[Unit] = []
@@ -112,9 +115,9 @@ def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
         minus, quoted, word = match.groups()
         if word is not None:
             excluded = word.startswith("-") and len(word) > 1
-            unit = _unit(word[1:] if excluded else word, analyzers, phrase=False, excluded=excluded)
+            unit = _unit(word[1:] if excluded else word, analyzers, stop_words, phrase=False, excluded=excluded)
         else:
-            unit = _unit(quoted, analyzers, phrase=True, excluded=bool(minus))
+            unit = _unit(quoted, analyzers, stop_words, phrase=True, excluded=bool(minus))
         if unit.terms:
             units.append(unit)
         if len(units) >= MAX_QUERY_UNITS:
@@ -132,9 +135,12 @@ def plan_query(text: str, analyzers: Analyzers) -> QueryPlan:
     return QueryPlan(units=tuple(units), prefix=prefix, positive=positive, typing=typing, language=analyzers.language)
 
 
-def _unit(text: str, analyzers: Analyzers, phrase: bool, excluded: bool) -> Unit:
+def _unit(text: str, analyzers: Analyzers, stop_words: frozenset[str], phrase: bool, excluded: bool) -> Unit:
     # Fresh Term objects every time: `plan.prefix` is told apart by identity.
-    terms = tuple(Term(stem, plain, surface) for stem, plain, surface in _analyse(analyzers, text))
+    terms = tuple(
+        Term(None if plain in stop_words else stem, plain, surface)
+        for stem, plain, surface in _analyse(analyzers, text)
+    )
     return Unit(terms=terms, phrase=phrase, excluded=excluded)
 
 
@@ -226,7 +232,7 @@ def _name_holds_every_word(terms: list[Term], schema: tantivy.Schema, language: 
     *Guide de style* as much as a note that says "guide" and "style" often."""
     if len(terms) < 2:
         return None
-    names = [stemmed_field(name, language) for name in ("title", "file_name", "aliases")]
+    names = ("title", "file_name", "aliases")
     each = [
         (Occur.Must, Query.boolean_query([(Occur.Should, Query.term_query(schema, f, t.stem)) for f in names]))
         for t in terms
@@ -272,7 +278,7 @@ def exclusions(plans: Sequence[QueryPlan], schema: tantivy.Schema) -> list[Query
 def _term(schema: tantivy.Schema, term: Term, plain: bool, language: str) -> Query:
     if plain or term.stem is None:
         return Query.term_query(schema, "plain", term.plain)
-    return Query.term_query(schema, stemmed_field("text", language), term.stem)
+    return Query.term_query(schema, "text", term.stem)
 
 
 def _exact(unit: Unit, schema: tantivy.Schema, language: str) -> Query:
@@ -280,7 +286,7 @@ def _exact(unit: Unit, schema: tantivy.Schema, language: str) -> Query:
     if len(unit.terms) == 1:
         term = unit.terms[0]
         if term.stem is not None and not unit.phrase:
-            return Query.term_query(schema, stemmed_field("text", language), term.stem)
+            return Query.term_query(schema, "text", term.stem)
         return Query.term_query(schema, "plain", term.plain)
     words: list[str | tuple[int, str]] = [t.plain for t in unit.terms]
     return Query.phrase_query(schema, "plain", words)
@@ -301,7 +307,7 @@ def _word(
         base = Query.term_query(schema, "plain", term.plain) if plain_only else None
         options: list[Query] = [base] if base is not None else []
     else:
-        options = [Query.term_query(schema, stemmed_field("text", language), term.stem)]
+        options = [Query.term_query(schema, "text", term.stem)]
         for field_name, boost in (
             ("title", ranking.title_boost),
             ("file_name", ranking.file_name_boost),
@@ -309,7 +315,7 @@ def _word(
             ("headings", ranking.headings_boost),
         ):
             if boost > 0:
-                term_query = Query.term_query(schema, stemmed_field(field_name, language), term.stem)
+                term_query = Query.term_query(schema, field_name, term.stem)
                 options.append(Query.boost_query(term_query, boost))
         if typo and ranking.fuzzy_weight > 0:
             fuzzy = Query.fuzzy_term_query(schema, "plain", term.plain, distance=1, transposition_cost_one=True)

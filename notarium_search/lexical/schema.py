@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import unicodedata
 import zlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +17,7 @@ import msgspec
 import tantivy
 
 from notarium_search.lexical import known
-from notarium_search.lexical.analysis import LANGUAGE_FIELD, MAX_TOKEN_CHARS, STEMMED_FIELDS, analyzers, stemmed_field
+from notarium_search.lexical.analysis import LANGUAGE_FIELD, MAX_TOKEN_CHARS, STEMS_TOKENIZER, analyzers
 from notarium_search.notes import location
 from notarium_search.notes.language import DETECTOR, note_language
 from notarium_search.notes.parse import flatten_meta
@@ -26,7 +27,7 @@ SCHEMA_VERSION = 11  # 8: the names and headings of a note as whole terms (lexic
 # 9: folders matched ignoring case, path and file name kept folded (path:, file:), tags, folders and file names
 # counted (lexical/values.py), where the dates come from (PayloadHead.created_from)
 # 10: a note's names from each of their later words on (lexical/known.py: word starts)
-# 11: stemmed fields per language (title_fr, text_en…), each note in its own language's (notes/language.py)
+# 11: each note's language (`lang`, Payload.language); with several, its stems made by its own (notes/language.py)
 
 # Tantivy stores a date as i64 nanoseconds since the epoch and refuses any
 # other (a document, or a range query bound): a note dated 1515 is indexed as
@@ -39,6 +40,7 @@ INDEX_DATE_MAX = datetime(2262, 4, 11, tzinfo=UTC)
 # a frontmatter date shared by a whole import) rarely tie and a page never has
 # to read a whole group of them.
 FEED_TIE_BITS = 19
+STEMMED_FIELDS = ("title", "aliases", "headings", "file_name", "text")
 # The folded forms of a note's folders (each ancestor), of its path and of its file name.
 FOLDER_KEY = "folder_key"
 PATH_KEY = "path_key"
@@ -59,12 +61,13 @@ def build_schema(languages: tuple[str, ...]) -> tantivy.Schema:
     sb.add_text_field(LANGUAGE_FIELD, tokenizer_name="raw", index_option="basic")
     # The title, aliases, headings, the file name's words (when they are not
     # the title's: `Accueil.md` titled "Aide Obsidian" is found by "accueil",
-    # ranking.file_name_boost) and everything a reader would search, stemmed,
-    # in the fields of the note's language. One combined `text` field beat
-    # separate title/body fields on piaf-fr (docs/ranking.md).
-    for language in languages:
-        for name in STEMMED_FIELDS:
-            sb.add_text_field(stemmed_field(name, language), tokenizer_name=analyzers(language).stemmed_name)
+    # ranking.file_name_boost) and everything a reader would search, stemmed:
+    # by the space's language, or with several, each note's stems made by its
+    # own (`Stemmer`). One combined `text` field beat separate title/body
+    # fields on piaf-fr (docs/ranking.md).
+    stemmed = analyzers(languages[0]).stemmed_name if len(languages) == 1 else STEMS_TOKENIZER
+    for name in STEMMED_FIELDS:
+        sb.add_text_field(name, tokenizer_name=stemmed)
     # Every name of the note, folded, each one whole term: known items.
     sb.add_text_field(known.FIELD, tokenizer_name="raw", index_option="basic")
     sb.add_text_field(known.HEADINGS_FIELD, tokenizer_name="raw", index_option="basic")
@@ -221,22 +224,33 @@ def ancestors(path: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+def _stems(language: str, several: bool) -> Callable[[str], str]:
+    """What goes into a stemmed field: the text itself in a space of one
+    language (its field's analyzer stems it), else the stems of the note's
+    language, made here (analysis.STEMS_TOKENIZER)."""
+    if not several:
+        return lambda text: text
+    analyze = analyzers(language).stemmed.analyze
+    return lambda text: " ".join(analyze(text))
+
+
 def to_document(note: ParsedNote, languages: tuple[str, ...]) -> tantivy.Document:
     """The note's document, its words stemmed in its language among `languages` (the first: the fallback)."""
     language = note_language(note.frontmatter, note.text, note.code_blocks, languages)
+    stems = _stems(language, len(languages) > 1)
     doc = tantivy.Document()
     doc.add_text("id", note.id)
     doc.add_text("path", note.path)
     doc.add_text(LANGUAGE_FIELD, language)
-    doc.add_text(stemmed_field("title", language), note.title)
+    doc.add_text("title", stems(note.title))
     for alias in note.aliases:
-        doc.add_text(stemmed_field("aliases", language), alias)
+        doc.add_text("aliases", stems(alias))
     for heading in note.headings:
-        doc.add_text(stemmed_field("headings", language), heading)
+        doc.add_text("headings", stems(heading))
     names = known.note_names(note.id, note.path, note.title, note.aliases)
     stem = note.path.rsplit("/", 1)[-1].removesuffix(".md")
     if known.name_key(stem) != known.name_key(note.title):
-        doc.add_text(stemmed_field("file_name", language), stem)
+        doc.add_text("file_name", stems(stem))
     for name in names:
         doc.add_text(known.FIELD, name)
     for rest in known.word_starts(note.path, note.title, note.aliases):
@@ -246,7 +260,7 @@ def to_document(note: ParsedNote, languages: tuple[str, ...]) -> tantivy.Documen
             doc.add_text(known.HEADINGS_FIELD, heading)
     # Headings are already part of the body text; tags become words too.
     searchable = "\n".join((note.title, *note.aliases, " ".join(note.tags), note.text))
-    doc.add_text(stemmed_field("text", language), searchable)
+    doc.add_text("text", stems(searchable))
     doc.add_text("plain", "\n".join((note.title, *note.aliases, note.text)))
     for tag in note.tags:
         doc.add_text("tags", tag)

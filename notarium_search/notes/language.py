@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # Part of the index fingerprint: a change of detector or of its thresholds
 # changes which analyzer a note gets, so every space set to "auto" rebuilds.
-DETECTOR = "py3langid0.9min40"
+DETECTOR = "py3langid0.9min40max1000"
 # Below this probability (py3langid's, normalised over the space's languages)
 # the note gets the fallback. Measured (docs/ranking.md, bench/language_detection.py,
 # piaf-fr and cranfield, 10,186 notes): at 0.9 no note of 40 characters or more
@@ -35,9 +35,10 @@ MIN_CONFIDENCE = 0.9
 # Fewer letters than this cannot be told apart: titles alone were wrong for 2 %
 # of piaf-fr's (Wikipedia names: "Berlin", "Acid Black Cherry").
 MIN_LETTERS = 40
-# Enough text to tell any language; the detector's cost grows with the length
-# (0.02 ms for 40 characters, 0.2 ms for a whole cranfield document).
-MAX_DETECT_CHARS = 4_000
+# Enough text to tell any language (from 100 characters no note of piaf-fr or
+# cranfield was wrong); the detector's cost grows with the length: 0.27 ms a
+# note of piaf-fr and cranfield whole (1,000 characters on average) with 4,000.
+MAX_DETECT_CHARS = 1_000
 # Frontmatter keys naming a note's language, first found wins.
 FRONTMATTER_KEYS = ("lang", "language", "langue")
 # The names a frontmatter value may give beside an ISO 639-1 code or a BCP 47

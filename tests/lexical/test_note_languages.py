@@ -187,3 +187,33 @@ def test_a_word_of_one_language_is_no_typo_in_the_other(vault: Vault):
         assert ids(service.search("notes", "biulders", NO_FILTER, 10)) == ["mason.md"]  # a real typo still is
     finally:
         service.stop()
+
+
+def test_a_stop_word_of_one_language_is_not_searched_in_the_other(vault: Vault):
+    """A French stop word ("la"): a French question does not find an English
+    note by it, where it is a rare word ("La Paz"); nor "the" a French note."""
+    vault.write("avion.md", NOTES["avion.md"])
+    vault.write("paz.md", "# Bolivia\n\nThe road to La Paz climbs for hours above the clouds of the valley.\n")
+    vault.write("cite.md", "# Citation\n\nIl a écrit « the end » sur la dernière page du carnet de voyage.\n")
+    config = SpaceConfig("notes", vault.root / "notes", "auto", languages=("fr", "en"))
+    service = vault.service(spaces=(config,))
+    try:
+        assert service.status()[0].languages == {"fr": 2, "en": 1}
+        assert ids(service.search("notes", "la portance ", NO_FILTER, 10)) == ["avion.md"]
+        assert ids(service.search("notes", "the clouds ", NO_FILTER, 10)) == ["paz.md"]
+    finally:
+        service.stop()
+
+
+def test_a_query_is_matched_by_each_language_s_stems(vault: Vault):
+    """In English "happy" stems to "happi", as "happiness" does; in French it
+    stays "happy": the English analysis of the query finds the English note."""
+    vault.write("avion.md", NOTES["avion.md"])
+    vault.write("joy.md", "# Joy\n\nTheir happiness showed in every photograph they took during that summer.\n")
+    config = SpaceConfig("notes", vault.root / "notes", "auto", languages=("fr", "en"))
+    service = vault.service(spaces=(config,))
+    try:
+        assert ids(service.search("notes", "happy ", NO_FILTER, 10)) == ["joy.md"]
+        assert ids(service.search("notes", "happy ailes ", NO_FILTER, 10)) == ["avion.md", "joy.md"]
+    finally:
+        service.stop()
