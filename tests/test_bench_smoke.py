@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import load_while_indexing, perf_lexical
+from bench import load_while_indexing, mixed_languages, perf_lexical
 from tests.test_quality import collection
 
 
@@ -20,6 +20,20 @@ def test_perf_lexical_smoke(tmp_path):
     assert results["http"]["single"]["non_200"] == 0
     assert results["http"]["concurrent"]["non_200"] == 0
     assert results["http"]["server_memory"]["peak_rss_mb"] > 0
+
+
+@pytest.mark.slow
+def test_mixed_languages_smoke(tmp_path):
+    """piaf-fr and cranfield in one space set to "auto" (their first 20
+    questions and the notes they judge): every configuration scored, and each
+    note's detected language right for at least 99 % of each collection (the
+    whole collections: docs/ranking.md, "Languages of the notes")."""
+    eval_dir = collection("piaf-fr").parent
+    results = mixed_languages.main(["--smoke", "--eval-dir", str(eval_dir), "--work", str(tmp_path / "work")])
+    for name in ("piaf-fr", "cranfield"):
+        assert results["detection"][name]["correct_pct"] >= 99.0, results["detection"][name]
+        scores = results["comparison"][name]["lexical"]
+        assert {"alone", "auto", "fr", "en"} <= set(scores)
 
 
 @pytest.mark.slow
