@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # Part of the index fingerprint: a change of detector or of its thresholds
 # changes which analyzer a note gets, so every space set to "auto" rebuilds.
-DETECTOR = "py3langid0.9min40max1000"
+DETECTOR = "py3langid0.9min40max300"
 # Below this probability (py3langid's, normalised over the space's languages)
 # the note gets the fallback. Measured (docs/ranking.md, bench/language_detection.py,
 # piaf-fr and cranfield, 10,186 notes): at 0.9 no note of 40 characters or more
@@ -35,10 +35,11 @@ MIN_CONFIDENCE = 0.9
 # Fewer letters than this cannot be told apart: titles alone were wrong for 2 %
 # of piaf-fr's (Wikipedia names: "Berlin", "Acid Black Cherry").
 MIN_LETTERS = 40
-# Enough text to tell any language (from 100 characters no note of piaf-fr or
-# cranfield was wrong); the detector's cost grows with the length: 0.27 ms a
-# note of piaf-fr and cranfield whole (1,000 characters on average) with 4,000.
-MAX_DETECT_CHARS = 1_000
+# Enough text to tell the language: on the 2,159 non-empty notes of piaf-fr and
+# cranfield (900 characters on average), none wrong at 300, 500 or 1,000, for
+# 0.11, 0.16 and 0.24 ms of CPU a note (bench/language_detection.py: from 100
+# characters on, no note wrong).
+MAX_DETECT_CHARS = 300
 # Frontmatter keys naming a note's language, first found wins.
 FRONTMATTER_KEYS = ("lang", "language", "langue")
 # The names a frontmatter value may give beside an ISO 639-1 code or a BCP 47
