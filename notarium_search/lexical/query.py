@@ -93,7 +93,7 @@ class QueryPlan:
     prefix: Term | None  # the last word, still being typed
     positive: tuple[Term, ...] = field(default=())
     typing: bool = False  # no space or closing quote after the last character: a word may be unfinished
-    language: str = "fr"  # whose analyzer made the stems: they match that language's fields
+    language: str = "fr"  # whose analyzer made the stems: they match that language's notes
 
     @property
     def is_empty(self) -> bool:
@@ -160,9 +160,9 @@ def build_query_across(
 ) -> Query:
     """The ranked query of a space whose notes are in several languages: each
     plan (the query analysed in one language, with its absent stems) matched
-    against the notes of that language only, so that every note is scored as
-    in a space of its own language (its language's stems, stop words, idf and
-    boosts), and the notes of every language compete in one list.
+    against the notes of that language only, so that every note is scored by
+    its own language's stems, stop words and boosts, and the notes of every
+    language compete in one list.
     One plan: `build_query` itself (a space of one language)."""
     if len(plans) == 1:
         return build_query(plans[0][0], schema, ranking, plans[0][1])
@@ -188,9 +188,8 @@ def build_query(
     `absent_stems`: query stems that occur in no note. Only those words are
     also matched at one typo: a word that matches something needs no typo
     tolerance, and a fuzzy clause costs more than every other clause together.
-    The plan's language picks the stemmed fields and the measured defaults of
-    the exact-form and proximity boosts (LANGUAGE_BOOSTS)."""
-    language = plan.language
+    The plan's language picks the measured defaults of the exact-form and
+    proximity boosts (LANGUAGE_BOOSTS)."""
     should: list[Query] = []
     must: list[Query] = []
     must_not: list[Query] = []
@@ -198,22 +197,21 @@ def build_query(
     typos = typo_forms(plan, absent_stems)
     for unit in plan.units:
         if unit.excluded:
-            must_not.append(_exact(unit, schema, language))
+            must_not.append(_exact(unit, schema))
         elif unit.phrase:
-            must.append(_exact(unit, schema, language))
+            must.append(_exact(unit, schema))
         else:
             for term in unit.terms:
-                prefix, typo = term is plan.prefix, term.plain in typos
-                should.extend(_word(term, schema, ranking, language, prefix, plain_only, typo))
+                should.extend(_word(term, schema, ranking, term is plan.prefix, plain_only, term.plain in typos))
     free = [t for u in plan.units if not u.excluded and not u.phrase for t in u.terms]  # unquoted, not excluded
     plain_words: list[str | tuple[int, str]] = [t.plain for t in free]
     if not plain_only:
         content = [t.plain for t in free if t.stem is not None]
-        should.extend(_form_and_proximity(content, schema, language_boosts(ranking, language)))
+        should.extend(_form_and_proximity(content, schema, language_boosts(ranking, plan.language)))
     if len(plain_words) >= 2 and ranking.phrase_boost > 0:
         phrase = Query.phrase_query(schema, "plain", plain_words)
         should.append(Query.boost_query(phrase, ranking.phrase_boost))
-    named = _name_holds_every_word([t for t in free if t.stem is not None], schema, language)
+    named = _name_holds_every_word([t for t in free if t.stem is not None], schema)
     if named is not None and ranking.name_words_boost > 0:
         should.append(Query.boost_query(named, ranking.name_words_boost))
     # One flat boolean query, every word's options side by side: the same matches
@@ -226,7 +224,7 @@ def build_query(
     return Query.boolean_query(clauses)
 
 
-def _name_holds_every_word(terms: list[Term], schema: tantivy.Schema, language: str) -> Query | None:
+def _name_holds_every_word(terms: list[Term], schema: tantivy.Schema) -> Query | None:
     """Every word (two at least, stop words aside; the word being typed as it stands) in
     the note's title, file name or an alias, in any order: "style guide" names
     *Guide de style* as much as a note that says "guide" and "style" often."""
@@ -260,28 +258,28 @@ def build_filter_terms(plan: QueryPlan, schema: tantivy.Schema) -> list[tuple[Oc
     plain_only = plan.stop_words_only
     for unit in plan.units:
         if unit.phrase or unit.excluded:
-            clauses.append((Occur.MustNot if unit.excluded else Occur.Must, _exact(unit, schema, plan.language)))
+            clauses.append((Occur.MustNot if unit.excluded else Occur.Must, _exact(unit, schema)))
             continue
         for term in unit.terms:
             if term.stem is None and not plain_only:
                 continue
-            clauses.append((Occur.Must, _term(schema, term, plain_only, plan.language)))
+            clauses.append((Occur.Must, _term(schema, term, plain_only)))
     return clauses
 
 
 def exclusions(plans: Sequence[QueryPlan], schema: tantivy.Schema) -> list[Query]:
     """The query's excluded words and phrases (a hit may hold none of them),
-    in each language: a stem clause only matches notes of its language."""
-    return [_exact(unit, schema, plan.language) for plan in plans for unit in plan.units if unit.excluded]
+    their stems in each language the query was analysed in."""
+    return [_exact(unit, schema) for plan in plans for unit in plan.units if unit.excluded]
 
 
-def _term(schema: tantivy.Schema, term: Term, plain: bool, language: str) -> Query:
+def _term(schema: tantivy.Schema, term: Term, plain: bool) -> Query:
     if plain or term.stem is None:
         return Query.term_query(schema, "plain", term.plain)
     return Query.term_query(schema, "text", term.stem)
 
 
-def _exact(unit: Unit, schema: tantivy.Schema, language: str) -> Query:
+def _exact(unit: Unit, schema: tantivy.Schema) -> Query:
     """A phrase (or a single word) as written, on the unstemmed field."""
     if len(unit.terms) == 1:
         term = unit.terms[0]
@@ -296,7 +294,6 @@ def _word(
     term: Term,
     schema: tantivy.Schema,
     ranking: RankingConfig,
-    language: str,
     is_prefix: bool,
     plain_only: bool,
     typo: bool,
@@ -315,8 +312,7 @@ def _word(
             ("headings", ranking.headings_boost),
         ):
             if boost > 0:
-                term_query = Query.term_query(schema, field_name, term.stem)
-                options.append(Query.boost_query(term_query, boost))
+                options.append(Query.boost_query(Query.term_query(schema, field_name, term.stem), boost))
         if typo and ranking.fuzzy_weight > 0:
             fuzzy = Query.fuzzy_term_query(schema, "plain", term.plain, distance=1, transposition_cost_one=True)
             options.append(Query.boost_query(fuzzy, ranking.fuzzy_weight))

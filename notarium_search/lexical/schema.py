@@ -63,7 +63,7 @@ def build_schema(languages: tuple[str, ...]) -> tantivy.Schema:
     # the title's: `Accueil.md` titled "Aide Obsidian" is found by "accueil",
     # ranking.file_name_boost) and everything a reader would search, stemmed:
     # by the space's language, or with several, each note's stems made by its
-    # own (`Stemmer`). One combined `text` field beat separate title/body
+    # own (`_stems`). One combined `text` field beat separate title/body
     # fields on piaf-fr (docs/ranking.md).
     stemmed = analyzers(languages[0]).stemmed_name if len(languages) == 1 else STEMS_TOKENIZER
     for name in STEMMED_FIELDS:

@@ -186,8 +186,8 @@ def highlights(
     the first MAX_SCAN_CHARS of `text`."""
     language = index.languages[0]
     if len(index.languages) > 1 and note_id:
-        found_note = payloads_by_id(index, [note_id]).get(note_id)
-        language = found_note.language if found_note is not None else language
+        # Only the stored note's head is decoded: its language, not its text.
+        language = next((decode_head(raw).language for _, raw in _raw_by_id(index, [note_id])), language)
     plan = plan_query(query, analyzers(language))
     if plan.is_empty:
         return ()

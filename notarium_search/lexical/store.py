@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 import tantivy
 
-from notarium_search.lexical.analysis import LANGUAGE_FIELD, Analyzers, analyzers, register_analyzers
+from notarium_search.lexical.analysis import LANGUAGE_FIELD, register_analyzers
 from notarium_search.lexical.schema import build_schema, to_document
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.faults import (
@@ -59,7 +59,6 @@ class LexicalIndex:
         # callers must then forget their manifest and re-index from the files.
         self.created = not (directory / "meta.json").exists()
         self.languages: tuple[str, ...] = (languages,) if isinstance(languages, str) else tuple(languages)
-        self.analyzers: Analyzers = analyzers(self.languages[0])  # the fallback's
         self.index = self._open()
         self.schema = self.index.schema
         self._writer: tantivy.IndexWriter | None = None
