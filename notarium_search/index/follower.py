@@ -71,10 +71,30 @@ class Follower:
         it built is then kept out of full garbage collections, as the
         writer's jobs are (collector.py)."""
         changed, self._freeze_due = self._freeze_due, False
+        # Read before the searcher reloads (the writer commits, then publishes),
+        # and made this worker's status only once the reload is done: a status
+        # saying "ready" beside the older searcher's count (0 at start) was
+        # what /status said, at times, between the two (CI, test_vault_root).
+        fresh = self._read_status()
+        try:
+            changed |= self._reload_and_follow(fresh or self.published)
+        finally:
+            self.published = fresh or self.published
+        if changed:
+            HEAP.after_job()
+
+    def _read_status(self) -> SpaceStatus | None:
+        """The writer's published status when it changed since the last look."""
         status = file_signature(self.directory / sharing.STATUS_FILE)
-        if status != self._status_seen:
-            self._status_seen = status
-            self.published = sharing.read_status(self.directory) or self.published
+        if status == self._status_seen:
+            return None
+        self._status_seen = status
+        return sharing.read_status(self.directory)
+
+    def _reload_and_follow(self, published: SpaceStatus | None) -> bool:
+        """The searcher reloaded when the writer committed, the journal's
+        changes and the channels followed; whether anything changed."""
+        changed = False
         self._send_reconcile()
         journal_seen = file_signature(self.directory / sharing.JOURNAL_FILE)
         # Read before the reload: its entries name notes the reloaded searcher
@@ -83,21 +103,19 @@ class Follower:
         journal = sharing.read_journal(self.directory) if journal_seen != self._journal_seen else None
         meta = file_signature(self.directory / "lexical" / "meta.json")
         if meta != self._meta or journal is not None:
-            published = self.published
             emptied = published is not None and published.lexical.state == IndexState.READY and published.notes == 0
             if not self.lexical.reload(keep_if_emptied=not emptied):
-                return  # a repair's new empty index: the notes it had are served until the rebuild commits
+                return False  # a repair's new empty index: the notes it had are served until the rebuild commits
             self._meta = meta
             self.repair_asked = False  # a new commit: a read failing again is new damage
             changed = True
         if journal is not None:
             self._journal_seen = journal_seen
             self._follow_journal(journal)
-        statuses = self.published.channels if self.published is not None else {}
+        statuses = published.channels if published is not None else {}
         for channel in self.space.every_channel:
             changed |= channel.follow(statuses.get(channel.name))
-        if changed:
-            HEAP.after_job()
+        return changed
 
     def _follow_journal(self, journal: sharing.Journal) -> None:
         entries = journal.since(self._epoch, self._serial)
@@ -175,8 +193,8 @@ class Follower:
 
     def status(self, space: Space) -> SpaceStatus:
         """The writer's status, with this worker's note count and channels."""
+        published = self.published  # before the count: a status is published after its reload
         notes = int(self.lexical.searcher().num_docs)
-        published = self.published
         if published is None:
             waiting = not_yet_published(space.name, str(space.config.path), space.config.language, notes)
             return replace(waiting, channels=dict.fromkeys(space.opened, waiting.semantic))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from dataclasses import replace
 
 import pytest
@@ -265,6 +266,49 @@ def test_a_pass_journaled_during_a_followers_reload_is_applied_from_its_commit(v
         looks.refresh()
         assert backlinks(follower, "b") == ["a", "c"]
     finally:
+        follower.stop()
+        writer.stop()
+
+
+def test_a_followers_status_says_ready_only_with_the_notes_it_serves(vault: Vault):
+    """The writer commits, then publishes its status; a follower reads the
+    status before it reloads its searcher. Between the two, its /status said
+    "ready" with the older searcher's count: 0 notes, at start (a CI failure
+    of tests/test_vault_root.py). The reload is held here where the request
+    came."""
+    for i in range(4):
+        vault.write(f"n{i}.md", note(f"n{i}", "commun"))
+    settings = vault.settings(watch=False)
+    writer = Service(settings, shared=True)
+    follower = Service(settings, shared=True)  # opened before the writer's first commit
+    space = follower.spaces["notes"]
+    looks = space.role
+    assert isinstance(looks, Follower)
+    reload = space.lexical.reload
+    reloading, release = threading.Event(), threading.Event()
+
+    def held_reload(keep_if_emptied: bool = False) -> bool:
+        reloading.set()
+        assert release.wait(timeout=60)
+        return reload(keep_if_emptied)
+
+    space.lexical.reload = held_reload  # type: ignore[method-assign]
+    look = threading.Thread(target=looks.refresh)
+    try:
+        writer.spaces["notes"].writing.run_reconcile()
+        writer.spaces["notes"].writing.publish_status()
+        look.start()
+        assert reloading.wait(timeout=60)
+        during = follower.status()[0]
+        assert (during.lexical.state, during.notes) == (IndexState.BUILDING, 0)
+        release.set()
+        look.join(timeout=60)
+        after = follower.status()[0]
+        assert (after.lexical.state, after.notes) == (IndexState.READY, 4)
+    finally:
+        release.set()
+        if look.ident is not None:
+            look.join(timeout=60)
         follower.stop()
         writer.stop()
 
