@@ -223,6 +223,9 @@ class Space:
         """Its status from its own indexes and channels (a writer, a reader)."""
         channels = self.channel_statuses()
         disabled = ChannelStatus(ChannelState.DISABLED)
+        # The state before the count: a pass says "ready" after its last
+        # commit reloaded the searcher, so a "ready" read first comes with its notes.
+        lexical = self.lexical_channel.indexing()
         return SpaceStatus(
             space=self.name,
             path=str(self.config.path),
@@ -230,7 +233,7 @@ class Space:
             notes=int(self.lexical.searcher().num_docs),
             skipped=skipped,
             skipped_notes=skipped_notes,
-            lexical=self.lexical_channel.indexing(),
+            lexical=lexical,
             semantic=channels.get("semantic", disabled),
             graph=channels.get("graph", disabled),
             message=BUILDING_MESSAGE if any(c.building for c in self.channels) else None,
