@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import socket
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from notarium_search.cli import EXIT_SETUP
 from notarium_search.cli.indexing import NO_SPACE, index_folders_writable
 from notarium_search.logsetup import configure_logging, get_logger
+from notarium_search.model_process import ModelProcess, wants_model_process
 from notarium_search.offline import index_held_elsewhere, previous_service_killed
-from notarium_search.settings import Settings, log_ignored_folders
+from notarium_search.settings import MODEL_SOCKET_ENV, Settings, log_ignored_folders
 
 log = get_logger(__name__)
 PORT_IN_USE = "port"
@@ -47,7 +50,13 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
     if not settings.spaces:  # the page says so too
         log.warning("no_space_configured", detail=NO_SPACE)
 
-    shared = worker_count(settings) > 1  # several workers: each space written by one, followed by the others
+    workers = worker_count(settings)
+    shared = workers > 1  # several workers: each space written by one, followed by the others
+    model = ModelProcess(settings) if wants_model_process(settings, workers) else None
+    if model is not None:  # one copy of the model for every worker (issue 34)
+        settings = replace(settings, model_socket=model.socket_path)
+        os.environ[MODEL_SOCKET_ENV] = str(model.socket_path)  # the workers' semantic/__init__.py reads it
+    served = settings
 
     def load_app() -> Any:  # in each of the server's worker processes, which open the indexes
         from notarium_search.api.app import create_app
@@ -56,9 +65,15 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
         # A space that cannot open (locked since the check above, unreadable…)
         # is reported and tried again (index/registry.py): never a worker that
         # exits, which the supervisor restarts until it gives up on a crash loop.
-        return create_app(settings, Service(settings, shared=shared))
+        return create_app(served, Service(served, shared=shared))
 
-    return serve(settings, load_app)
+    if model is None:
+        return serve(settings, load_app)
+    model.start()
+    try:
+        return serve(settings, load_app)
+    finally:
+        model.stop()
 
 
 def port_unavailable(host: str, port: int, waiting: bool = False) -> str | None:

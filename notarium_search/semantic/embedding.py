@@ -262,8 +262,13 @@ class OnnxEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):
             raise TypeError("embed_passages takes a sequence of texts, not one string")
+        return self.embed_texts([self.config.passage_prefix + text for text in texts])
+
+    def embed_texts(self, texts: Sequence[str]) -> Vectors:
+        """Texts as given (their prefixes already on them: the model process's
+        clients add them, semantic/model_server.py), grouped by length."""
         vectors = np.empty((len(texts), self.config.dim), dtype=np.float32)
-        encodings = self._encode([self.config.passage_prefix + text for text in texts])
+        encodings = self._encode(list(texts))
         # Longest first, so that batch-mates pad little and the largest buffers
         # are allocated by the first run rather than late in a build.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids), reverse=True)

@@ -20,6 +20,13 @@ def load_configured_embedder(settings: Settings) -> Embedder:
 
     if settings.embed_url is not None:
         return _load_remote(settings)
+    if settings.model_socket is not None and settings.model_dir is not None:
+        from notarium_search.semantic.model_config import read_model_config
+        from notarium_search.semantic.shared_model import connect
+
+        # The service's model process (semantic/model_server.py): its config is read
+        # here from the same pack and [model] table, its fingerprint asked of it.
+        return connect(settings.model_socket, read_model_config(settings.model_dir, settings.model))
     if settings.model_dir is None:
         raise EmbedderUnavailable(
             "no model configured: set NOTARIUM_MODEL_DIR to a local model folder, or NOTARIUM_EMBED_URL to an"

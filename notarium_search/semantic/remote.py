@@ -132,6 +132,7 @@ class RemoteEmbedder:
         concurrency: int = 4,
         timeout: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         if batch_size < 1 or concurrency < 1 or timeout <= 0:
             raise ValueError("batch_size and concurrency must be >= 1, timeout > 0")
@@ -142,6 +143,10 @@ class RemoteEmbedder:
         self.concurrency = concurrency
         self.bulk_fragments = batch_size * concurrency
         """Fragments worth handing over in one call: every request in flight."""
+        self.query_timeout = timeout
+        """Seconds a query's request may take (the service answers without it
+        long before, at query_embed_timeout_ms, but the thread waiting for it
+        is one of the two of its query pool: query_embedding.py)."""
         self.served_model = model
         """The model the server says it used (its answer's `model`), set by `probe`."""
         self.passages_embedded = 0
@@ -155,6 +160,7 @@ class RemoteEmbedder:
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_SECONDS, timeout)),
             limits=httpx.Limits(max_connections=concurrency + 2),
+            transport=transport,  # the model process's Unix socket (semantic/shared_model.py)
         )
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -195,7 +201,7 @@ class RemoteEmbedder:
         return np.concatenate(parts)
 
     def embed_query(self, text: str) -> Vectors:
-        body = self._post_once([self.config.query_prefix + text])
+        body = self._post_once([self.config.query_prefix + text], self.query_timeout)
         vector: Vectors = self._read_vectors(body, 1)[0]
         return vector
 
@@ -241,12 +247,13 @@ class RemoteEmbedder:
         per_vector = ANSWER_BYTES_PER_VECTOR + self.config.dim * JSON_BYTES_PER_NUMBER
         return ANSWER_BYTES_ENVELOPE + count * per_vector
 
-    def _post_once(self, texts: list[str]) -> dict[str, Any]:
+    def _post_once(self, texts: list[str], timeout: float | None = None) -> dict[str, Any]:
         payload = {"model": self.model, "input": [text[: self._max_chars] for text in texts]}
         bound = self.answer_bound(len(texts))
+        waits = httpx.USE_CLIENT_DEFAULT if timeout is None else httpx.Timeout(timeout)
         try:
             # Streamed: the answer is read a chunk at a time, and no further than `bound`.
-            with self._client.stream("POST", self.url, json=payload) as response:
+            with self._client.stream("POST", self.url, json=payload, timeout=waits) as response:
                 status = response.status_code
                 if status >= 400:
                     excerpt = _excerpt(response)

@@ -306,6 +306,11 @@ class RootReading:
         return "sub_folders" if self.space is None else "one_space"
 
 
+# Read by semantic/__init__.py too: a process whose model is another's never
+# imports onnxruntime (20 MiB a worker).
+MODEL_SOCKET_ENV = "NOTARIUM_MODEL_SOCKET"
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Service settings. Each field is declared once: its type, default, the
@@ -459,6 +464,10 @@ class Settings:
     looked at); logged at start, in `notarium-search status` and /status."""
     root_reading: RootReading | None = None
     """Not a setting: how `spaces_root` was read; logged at start, in /status."""
+    model_socket: Annotated[Path | None, Env(MODEL_SOCKET_ENV)] = None
+    """The Unix socket of a model process that embeds for
+    this one (semantic/model_server.py): set by `serve` for its workers when
+    several search with VECTOR_SEARCH and a local pack; not to be set by hand."""
 
     def space_config(self, name: str) -> SpaceConfig | None:
         return next((s for s in self.spaces if s.name == name), None)

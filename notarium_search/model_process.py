@@ -1,0 +1,127 @@
+"""`serve`'s model process, started before the workers and restarted when it
+dies (issue 34): one copy of the embedding model per service, whatever the
+number of workers (semantic/model_server.py; the workers' client is
+semantic/shared_model.py).
+
+Used when several workers search with VECTOR_SEARCH and a local pack
+(`model_dir`) embeds: one worker keeps the model in its own process (no
+socket between a query and its model), and an `embed_url` server is the
+model process of its own setup.
+
+The socket lives in a folder made for it (mode 0700 in the system's
+temporary folder: a Unix socket's path is limited to 108 bytes, which an
+index folder's path may exceed), so only the service's user can connect.
+The process gets a session of its own: a Ctrl+C in the terminal reaches the
+service, which stops it, not the process directly (it would be restarted
+meanwhile). It dies with the service (semantic/model_server.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from notarium_search.logsetup import get_logger
+from notarium_search.settings import Settings
+
+SOCKET_NAME = "model.sock"
+# A process that dies is started again after RESTART_FIRST_SECONDS, doubling
+# up to RESTART_MAX_SECONDS while it keeps dying; one that ran for
+# STABLE_SECONDS starts the count again. Meanwhile answers are keyword answers.
+RESTART_FIRST_SECONDS = 1.0
+RESTART_MAX_SECONDS = 30.0
+STABLE_SECONDS = 60.0
+STOP_WAIT_SECONDS = 10.0
+
+log = get_logger(__name__)
+
+
+def wants_model_process(settings: Settings, workers: int) -> bool:
+    """Whether `serve` with `workers` workers runs a model process."""
+    return workers > 1 and settings.vector_search and settings.model_dir is not None and settings.embed_url is None
+
+
+class ModelProcess:
+    """The model process of one `serve`: `start` before the workers, `stop` after them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._folder = Path(tempfile.mkdtemp(prefix="notarium-model-"))  # 0700
+        self.socket_path = self._folder / SOCKET_NAME
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        """Processes started so far (the first, then each restart)."""
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._watcher = threading.Thread(target=self._watch, name="model-process", daemon=True)
+
+    def start(self) -> None:
+        self._spawn()
+        self._watcher.start()
+
+    def _command(self) -> list[str]:
+        settings = self.settings
+        given = {
+            "model_dir": str(settings.model_dir),
+            "model": dict(settings.model),
+            "threads": settings.embed_threads,
+            "batch_size": settings.embed_batch_size,
+            "log_level": settings.log_level,
+        }
+        return [
+            sys.executable,
+            "-m",
+            "notarium_search.semantic.model_server",
+            "--socket",
+            str(self.socket_path),
+            "--parent",
+            str(os.getpid()),
+            "--settings",
+            json.dumps(given),
+        ]
+
+    def _spawn(self) -> None:
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            self.process = subprocess.Popen(self._command(), start_new_session=True)
+            self.starts += 1
+
+    def _watch(self) -> None:
+        delay = RESTART_FIRST_SECONDS
+        while not self._stopping.is_set():
+            process = self.process
+            assert process is not None
+            started = time.monotonic()
+            code = process.wait()
+            if self._stopping.is_set():
+                return
+            if time.monotonic() - started >= STABLE_SECONDS:
+                delay = RESTART_FIRST_SECONDS
+            log.error("model_process_exited", code=code, pid=process.pid, restart_in=delay)
+            if self._stopping.wait(delay):
+                return
+            delay = min(delay * 2, RESTART_MAX_SECONDS)
+            self._spawn()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            process = self.process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(STOP_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._watcher.is_alive():
+            self._watcher.join(STOP_WAIT_SECONDS)
+        shutil.rmtree(self._folder, ignore_errors=True)

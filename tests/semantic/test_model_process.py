@@ -1,0 +1,199 @@
+"""One model per service (issue 34): the model process (semantic/model_server.py)
+started and restarted by `serve`'s supervisor (model_process.py), and the
+workers' client of it (semantic/shared_model.py), with the real MiniLM pack."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from notarium_search.model_process import ModelProcess, wants_model_process
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
+from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder, pack_fingerprint
+from notarium_search.semantic.loading import load_configured_embedder
+from notarium_search.semantic.model_server import QueryBatcher
+from notarium_search.semantic.shared_model import INFO_URL, SharedModelEmbedder
+from notarium_search.service import Service
+from notarium_search.settings import Settings
+from notarium_search.types import ChannelState, FeedFilter
+from tests.conftest import WAIT_SECONDS, Vault, eventually, ids, models_dir
+
+PASSAGES = [
+    "La photosynthèse convertit l'énergie lumineuse en énergie chimique.",
+    "A supply chain is resilient when it recovers quickly from a disruption.",
+    "court",
+]
+
+
+@pytest.fixture(scope="module")
+def pack() -> Path:
+    return models_dir() / "all-minilm-l6-v2-int8"
+
+
+@pytest.fixture(scope="module")
+def own_copy(pack: Path) -> OnnxEmbedder:
+    return load_embedder(pack, bulk_threads=1)
+
+
+@pytest.fixture
+def running(pack: Path, tmp_path: Path) -> Iterator[ModelProcess]:
+    process = ModelProcess(Settings(index_dir=tmp_path, vector_search=True, model_dir=pack))
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def client_settings(process: ModelProcess) -> Settings:
+    return replace(process.settings, model_socket=process.socket_path)
+
+
+def info(process: ModelProcess) -> dict[str, object]:
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(process.socket_path))) as client:
+        answer: dict[str, object] = client.get(INFO_URL).json()
+        return answer
+
+
+def test_a_worker_gets_the_packs_vectors_and_fingerprint_from_the_model_process(
+    running: ModelProcess, pack: Path, own_copy: OnnxEmbedder
+):
+    """Bit for bit what a model of its own gives: the vectors built before
+    (or by `notarium-search index`) are kept."""
+    embedder = load_configured_embedder(client_settings(running))
+    assert isinstance(embedder, SharedModelEmbedder)
+    try:
+        assert embedder.fingerprint == pack_fingerprint(pack) == own_copy.fingerprint
+        assert embedder.config == own_copy.config
+        assert np.array_equal(
+            embedder.embed_query("how do plants make energy"), own_copy.embed_query("how do plants make energy")
+        )
+        assert np.array_equal(embedder.embed_passages(PASSAGES), own_copy.embed_passages(PASSAGES))
+        assert info(running)["pid"] == running.process.pid  # type: ignore[union-attr]
+    finally:
+        embedder.close()
+
+
+def test_queries_that_wait_share_the_next_run(own_copy: OnnxEmbedder):
+    """The batcher runs whatever waits when the model is free: the first query
+    is held in the model, three arrive meanwhile, and run together next."""
+    entered, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def model(texts: Sequence[str]) -> np.ndarray:
+        calls.append(len(texts))
+        if len(calls) == 1:
+            entered.set()
+            assert release.wait(WAIT_SECONDS)
+        return own_copy.embed_texts(texts)
+
+    batcher = QueryBatcher(model)
+    texts = ["premier", "deuxième requête", "third query", "quatre"]
+    answers: dict[str, np.ndarray] = {}
+
+    def ask(text: str) -> None:
+        answers[text] = batcher.embed(text)
+
+    threads = [threading.Thread(target=ask, args=(texts[0],))]
+    threads[0].start()
+    assert entered.wait(WAIT_SECONDS)
+    for text in texts[1:]:
+        threads.append(threading.Thread(target=ask, args=(text,)))
+        threads[-1].start()
+    eventually(lambda: batcher._waiting.qsize() == 3)
+    release.set()
+    for thread in threads:
+        thread.join(WAIT_SECONDS)
+    batcher.stop()
+    assert calls == [1, 3]
+    for text in texts:  # each its own row, as alone (batch-mates pad: close, not bit-equal)
+        assert float(np.dot(answers[text], own_copy.embed_texts([text])[0])) > 0.9999
+
+
+def test_a_model_that_cannot_load_says_why_and_the_process_stays(pack: Path, tmp_path: Path):
+    empty = tmp_path / "no-model"  # its settings, not its graph
+    empty.mkdir()
+    for name in ("model.json", "tokenizer.json"):
+        (empty / name).write_bytes((pack / name).read_bytes())
+    process = ModelProcess(Settings(index_dir=tmp_path, vector_search=True, model_dir=empty))
+    process.start()
+    try:
+        with pytest.raises(EmbedderUnavailable, match=r"model\.onnx is missing"):
+            load_configured_embedder(client_settings(process))
+        assert process.process is not None
+        assert process.process.poll() is None  # said, not restarted in a loop
+        assert process.starts == 1
+    finally:
+        process.stop()
+
+
+def test_a_killed_model_process_degrades_then_is_restarted(running: ModelProcess):
+    embedder = load_configured_embedder(client_settings(running))
+    assert isinstance(embedder, SharedModelEmbedder)
+    spawn, restarting = running._spawn, threading.Event()
+
+    def held_spawn() -> None:  # the restart waits until the test has seen the process gone
+        assert restarting.wait(WAIT_SECONDS)
+        spawn()
+
+    running._spawn = held_spawn  # type: ignore[method-assign]
+    try:
+        before = embedder.embed_query("résilience")
+        first = running.process
+        assert first is not None
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(WAIT_SECONDS)
+        with pytest.raises(EmbedderUnreachable, match="the model process is not answering"):
+            embedder.embed_query("résilience")
+        restarting.set()
+        eventually(lambda: running.starts == 2, timeout=WAIT_SECONDS)
+
+        def answers_again() -> bool:
+            try:
+                return bool(np.array_equal(embedder.embed_query("résilience"), before))
+            except EmbedderUnavailable:
+                return False
+
+        eventually(answers_again, timeout=WAIT_SECONDS)
+    finally:
+        restarting.set()
+        embedder.close()
+
+
+def test_two_services_share_one_model(vault: Vault, running: ModelProcess):
+    """A writer and a follower (two workers) of one space: both answer by
+    meaning through the one model process."""
+    vault.write("plantes.md", "---\nid: plantes\n---\nLa photosynthèse convertit la lumière en sucres.\n")
+    vault.write("chaines.md", "---\nid: chaines\n---\nA supply chain recovers from a disruption.\n")
+    settings = replace(vault.settings(watch=False), vector_search=True, model_socket=running.socket_path)
+    settings = replace(settings, model_dir=running.settings.model_dir)
+    writer = Service(settings, shared=True)
+    follower = Service(settings, shared=True)
+    writer.start()
+    follower.start()
+    try:
+        for service in (writer, follower):
+            eventually(lambda s=service: s.status()[0].semantic.state == ChannelState.READY, timeout=WAIT_SECONDS)  # type: ignore[misc]
+            assert isinstance(service.embedder, SharedModelEmbedder)
+            answer = service.search("notes", "how do plants turn light into energy", FeedFilter(), 5)
+            assert answer.degraded == {}
+            assert ids(answer)[0] == "plantes"
+    finally:
+        follower.stop()
+        writer.stop()
+
+
+def test_serve_runs_a_model_process_for_several_workers_of_a_local_pack(pack: Path, tmp_path: Path):
+    hybrid = Settings(index_dir=tmp_path, vector_search=True, model_dir=pack)
+    assert wants_model_process(hybrid, workers=2)
+    assert not wants_model_process(hybrid, workers=1)  # its own model: no socket on the way
+    assert not wants_model_process(replace(hybrid, vector_search=False), workers=2)
+    assert not wants_model_process(replace(hybrid, embed_url="http://gpu:8080"), workers=2)
