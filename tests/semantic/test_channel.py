@@ -226,6 +226,34 @@ def test_query_past_its_deadline_degrades(vault: Vault):
     assert "longer than 20 ms" in response.degraded["semantic"]
 
 
+class CountingQueryEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str):
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_a_query_asked_again_is_not_embedded_again(vault: Vault):
+    """Search as you type and an assistant's retries ask the same query
+    again: its embedding is kept (query_embedding.py), by the text as the
+    tokenizers see it (spaces collapsed), not by its case."""
+    vault.write("a.md", long_note("a", "résilience", paragraphs=2))
+    service = vault.service(vector_search=True)
+    embedder = CountingQueryEmbedder()
+    build_semantic(service, embedder)
+    try:
+        for text in ("résilience réseau", "  résilience   réseau ", "résilience\tréseau", "Résilience réseau"):
+            response = service.search("notes", text, NO_FILTER, 10)
+            assert "semantic" in response.channels_used
+            assert ids(response) == ["a"]
+    finally:
+        service.stop()
+    assert embedder.queries == ["résilience réseau", "Résilience réseau"]
+
+
 def test_building_status_and_partial_answers(vault: Vault, monkeypatch: pytest.MonkeyPatch):
     from notarium_search.semantic import channel as space_channel
 
