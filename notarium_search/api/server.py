@@ -52,9 +52,9 @@ from notarium_search.settings import Settings
 FD_RESERVE = 256
 LISTEN_BACKLOG_MAX = 4096
 RESPAWN_DELAY_SECONDS = 1.0
-# `workers = 0` (one per core) stops here: each worker holds its own model with
-# VECTOR_SEARCH (~300 MiB with multilingual-e5-small), and the gain was
-# measured on 2 cores only (docs/benchmarks.md); more is a setting away.
+# `workers = 0` (one per core) stops here: each worker holds its own indexes'
+# bookkeeping (the model is the model process's: model_process.py), and the
+# gain was measured on 2 cores only (docs/benchmarks.md); more is a setting away.
 DEFAULT_WORKERS_MAX = 8
 CGROUP = Path("/sys/fs/cgroup")
 HANDLERS_WAIT_SECONDS = 60.0  # for granian's worker handlers, after the app is built

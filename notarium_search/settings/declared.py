@@ -353,8 +353,8 @@ class Settings:
     """Worker processes serving HTTP; 0: one per core available (within a
     container's CPU quota), at most 8. One of them
     writes each space's indexes, the others read them and follow its commits
-    (docs/operations.md, "Workers"); each loads its own copy of the model
-    with VECTOR_SEARCH."""
+    (docs/operations.md, "Workers"); with VECTOR_SEARCH and a local pack,
+    one model process embeds for all of them."""
     log_level: Annotated[str, Env("NOTARIUM_LOG_LEVEL"), Choices("debug", "info", "warning", "error")] = "info"
     """debug, info, warning or error."""
     language: Annotated[str, Env("NOTARIUM_LANGUAGE"), Choices(*LANGUAGE_SETTINGS)] = AUTO_LANGUAGE
