@@ -2,7 +2,8 @@
 a space indexed now (`notarium-search index`), what each index holds
 (`status`: a comparison of the files with the index's records, which a
 running service's /status does not make), the index folders checked before
-`serve`. The CLI sees these functions, the service and the settings only.
+`serve`. The CLI sees these functions, `offline_search` (its `search`), the
+service and the settings only.
 """
 
 from __future__ import annotations
@@ -25,9 +26,6 @@ from notarium_search.notes.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.storage.faults import StorageFault
 from notarium_search.types import BuildStep, ChannelStatus, IndexProgress
-
-# What a read-only open of an index can meet (`notarium-search search`): said in one line.
-OPEN_FAILURES: tuple[type[Exception], ...] = (NotIndexed, IndexUnreadable, StorageFault)
 
 
 class OpenFailed(RuntimeError):

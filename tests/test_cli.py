@@ -105,6 +105,77 @@ def test_search_prints_each_hit_with_path_line_and_section(vault: Vault, tmp_pat
     assert lines[lines.index("2. Registre seul") + 1] == "   b.md:4"  # a title match: where the body starts
 
 
+# The command run as `python -m notarium_search` does, with the modules it
+# imported written at exit (after the output, whatever the exit code).
+MODULES_AT_EXIT = """
+import atexit, json, os, runpy, sys
+atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted(sys.modules))))
+runpy.run_module("notarium_search", run_name="__main__", alter_sys=True)
+"""
+# What neither `search` nor `status` needs (issue 34): the service, the front
+# doors and their HTTP stack, the model and the vector index.
+NOT_FOR_THE_SHELL = (
+    "notarium_search.service",
+    "notarium_search.api",
+    "notarium_search.mcp",
+    "litestar",
+    "granian",
+    "httpx",
+    "onnxruntime",
+    "usearch",
+)
+
+
+def imported_by(args: list[str], vault: Vault, tmp_path: Path, **extra_env: str) -> set[str]:
+    out = tmp_path / "modules.json"
+    env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
+    env.update(NOTARIUM_LANGUAGE="fr", MODULES_OUT=str(out), **extra_env)
+    env.pop("NOTARIUM_CONFIG", None)
+    done = subprocess.run(
+        [sys.executable, "-c", MODULES_AT_EXIT, *args], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(out.read_text()))
+
+
+def test_search_and_status_import_only_what_they_need(vault: Vault, tmp_path: Path):
+    """A search from the shell imported the service, and with it everything
+    beneath it (issue 34: 0.62 s, almost all imports). `search` and `status`
+    read the index without the service, its HTTP stack, the model or usearch,
+    VECTOR_SEARCH on or not for `search` (a read-only search loads no model)."""
+    vault.write("a.md", "---\nid: a\ntags: [x]\n---\nLe café de la gare.\n")
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    semantic = {"VECTOR_SEARCH": "1", "NOTARIUM_MODEL_DIR": str(models_dir() / "all-minilm-l6-v2-int8")}
+    for args, env in [
+        (["search", "notes", "café"], {}),
+        (["search", "notes", "café", "--json"], {}),
+        (["search", "notes", "tag:x"], {}),
+        (["search", "notes", "café"], semantic),
+        (["status"], {}),
+        (["status", "--json"], {}),
+    ]:
+        modules = imported_by(args, vault, tmp_path, **env)
+        assert "notarium_search.lexical.search" in modules  # the wrapper saw the command's own imports
+        assert not unneeded(modules), (args, env, unneeded(modules))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="semantic/__init__.py imports onnxruntime (to load it before usearch), and status reads the"
+    " pack's fingerprint and the vectors' count through notarium_search.semantic",
+)
+def test_status_with_vector_search_imports_no_model(vault: Vault, tmp_path: Path):
+    vault.write("a.md", "---\nid: a\n---\nLe café de la gare.\n")
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    semantic = {"VECTOR_SEARCH": "1", "NOTARIUM_MODEL_DIR": str(models_dir() / "all-minilm-l6-v2-int8")}
+    assert not unneeded(imported_by(["status"], vault, tmp_path, **semantic))
+
+
+def unneeded(modules: set[str]) -> list[str]:
+    """Those of NOT_FOR_THE_SHELL (a package with its modules) among `modules`."""
+    return sorted(m for m in modules if any(m == n or m.startswith(f"{n}.") for n in NOT_FOR_THE_SHELL))
+
+
 def index_12_of_30(vault: Vault, tmp_path: Path, word: str) -> None:
     """30 notes holding `word`, indexed up to the 12th: what Ctrl+C during `index` leaves."""
     for i in range(30):

@@ -17,29 +17,32 @@ from notarium_search.settings import Settings
 
 
 def search_command(settings: Settings, args: argparse.Namespace) -> int:
-    from notarium_search.bodies import search_body
+    """The space read as a service or `index` left it, without the service:
+    this imports neither it nor the HTTP stack, the model or the writer's
+    modules (issue 34; docs/benchmarks.md, CLI start-up)."""
+    from notarium_search import offline_search
     from notarium_search.errors import NotariumError
-    from notarium_search.offline import OPEN_FAILURES
-    from notarium_search.service import Service
     from notarium_search.types import FeedFilter
 
     configure_logging("error", sys.stderr, on_first_use=True)  # structlog only if something logs
     if settings.space_config(args.space) is None:
         return unknown_space(settings, args.space)
     try:
-        service = Service(only(settings, args.space), read_only=True)
         filters = FeedFilter(args.folder, tuple(args.tag))
-        response = service.search(args.space, args.query, filters, args.limit, args.sort)
-    except (NotariumError, *OPEN_FAILURES) as exc:  # type: ignore[misc]  # mypy does not read a starred tuple of exceptions
+        response, behind = offline_search.search(
+            only(settings, args.space), args.space, args.query, filters, args.limit, args.sort
+        )
+    except (NotariumError, *offline_search.OPEN_FAILURES) as exc:  # type: ignore[misc]  # mypy does not read a starred tuple of exceptions
         print(f"notarium-search: {getattr(exc, 'detail', exc)}", file=sys.stderr)
         return 1
     if args.json:
+        from notarium_search.bodies import search_body  # its 29 dataclasses, ~25 ms: for --json only
+
         print(json.dumps(jsonable(asdict(search_body(response))), ensure_ascii=False, indent=2))
         return 0
     _print_results(response)
     if response.partial:
-        behind = "; ".join(service.behind(args.space))
-        print(f"\npartial: {behind}; `notarium-search index {args.space}` (or the service) completes it")
+        print(f"\npartial: {'; '.join(behind)}; `notarium-search index {args.space}` (or the service) completes it")
     return 0
 
 
