@@ -1,6 +1,6 @@
-"""A space's index folder, besides the indexes themselves: the cursor key,
-and the check that the lexical index holds what its
-manifest says."""
+"""A space's index folder, besides the indexes themselves: the fingerprint
+its manifest is held to, the cursor key, and the check that the lexical
+index holds what its manifest says."""
 
 from __future__ import annotations
 
@@ -10,11 +10,27 @@ from pathlib import Path
 
 from notarium_search.index.manifest import Manifest
 from notarium_search.lexical.cursor import KEY_BYTES, CursorCodec
+from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import LexicalIndex
+from notarium_search.notes import formats
+from notarium_search.notes.collection import CollectionRules
+from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.storage.atomic import write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 
 CURSOR_KEY_FILE = "cursor.key"
+
+
+def index_fingerprint(config: SpaceConfig, settings: Settings) -> str:
+    """Everything that changes what a file becomes in the index. Each note
+    format's version is in it (notes/formats.py): Markdown's is "parser12".
+    Here rather than beside the indexer: every role opens its manifest with
+    it, and a reader (the CLI's `search`) imports no indexer (issue 34)."""
+    return (
+        f"{lexical_fingerprint(config.analyzed)}-{formats.fingerprint(config.include)}"
+        f"-max{settings.max_file_bytes}-{settings.oversize}"
+        f"-collections-{CollectionRules(config.collections).fingerprint}"
+    )
 
 
 def cursor_codec(directory: Path, read_only: bool) -> CursorCodec:

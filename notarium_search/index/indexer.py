@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from notarium_search.index.manifest import Entry, Manifest, named_skipped
 from notarium_search.index.quarantine import Marks, read_budget
 from notarium_search.index.survey import Pending, survey, to_read
-from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.notes import formats
@@ -46,16 +45,6 @@ FIRST_COMMIT_SECONDS = 2.0
 MAX_COMMIT_SECONDS = 60.0
 
 log = get_logger(__name__)
-
-
-def index_fingerprint(config: SpaceConfig, settings: Settings) -> str:
-    """Everything that changes what a file becomes in the index. Each note
-    format's version is in it (notes/formats.py): Markdown's is "parser12"."""
-    return (
-        f"{lexical_fingerprint(config.analyzed)}-{formats.fingerprint(config.include)}"
-        f"-max{settings.max_file_bytes}-{settings.oversize}"
-        f"-collections-{CollectionRules(config.collections).fingerprint}"
-    )
 
 
 @dataclass(slots=True)

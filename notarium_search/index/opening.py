@@ -17,15 +17,10 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from notarium_search.index import sharing
 from notarium_search.index.channels import ChannelContext, Role, open_channels
-from notarium_search.index.folder import cursor_codec
-from notarium_search.index.follower import Follower
-from notarium_search.index.indexer import SpaceIndexer, index_fingerprint
+from notarium_search.index.folder import cursor_codec, index_fingerprint
 from notarium_search.index.manifest import Manifest
-from notarium_search.index.passes import Passes
 from notarium_search.index.space import Space, SpaceRole
-from notarium_search.index.space_writer import SpaceWriter
 from notarium_search.index.writer_lock import WriterLock
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import Settings, SpaceConfig
@@ -52,15 +47,29 @@ def open_space(config: SpaceConfig, settings: Settings, role: Role, *, rebuild: 
     lexical = LexicalIndex(directory / "lexical", config.analyzed, read_only=not writes)
     if lexical.created:
         manifest.forget()
-    indexer = SpaceIndexer(config, settings, lexical, manifest)
-    passes = Passes(indexer, threading.Event()) if writes else None  # the writer thread's stop
+    # Each role's modules are imported by the role that needs them: a reader
+    # (the CLI's `search`) loads neither the writer's thread, passes and
+    # watcher (watchfiles) nor the follower's looks (issue 34).
+    if writes:
+        from notarium_search.index.indexer import SpaceIndexer
+        from notarium_search.index.passes import Passes
+
+        indexer = SpaceIndexer(config, settings, lexical, manifest)
+        passes: Passes | None = Passes(indexer, threading.Event())  # the writer thread's stop
+    else:
+        passes = None
     context = ChannelContext(config.name, directory, lexical, settings, role, passes)
 
     def role_of(space: Space) -> SpaceRole:
         if passes is not None:
+            from notarium_search.index import sharing
+            from notarium_search.index.space_writer import SpaceWriter
+
             changes = sharing.ChangeWriter(directory) if role is Role.SHARED_WRITER else None
-            return SpaceWriter(space, indexer, passes, lock, changes)
+            return SpaceWriter(space, passes.indexer, passes, lock, changes)
         if role is Role.FOLLOWER:
+            from notarium_search.index.follower import Follower
+
             return Follower(space)
         return Reader(space)
 

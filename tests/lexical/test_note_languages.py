@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from notarium_search.index.indexer import index_fingerprint
+from notarium_search.index.folder import index_fingerprint
 from notarium_search.lexical import search as lexical
 from notarium_search.notes.language import MIN_LETTERS, declared, detect, note_language
 from notarium_search.service import Service

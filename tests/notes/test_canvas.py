@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from notarium_search.bodies import search_body
-from notarium_search.index.indexer import index_fingerprint
+from notarium_search.index.folder import index_fingerprint
 from notarium_search.notes import canvas, formats
 from notarium_search.notes.canvas import CANVAS, MAX_CANVAS_BYTES, MAX_EDGES, MAX_NODES
 from notarium_search.notes.location import heading_path

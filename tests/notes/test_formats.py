@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from notarium_search.index.indexer import index_fingerprint
+from notarium_search.index.folder import index_fingerprint
 from notarium_search.lexical.schema import fingerprint as lexical_fingerprint
 from notarium_search.notes import formats, parse
 from notarium_search.notes.canvas import CANVAS
