@@ -21,10 +21,6 @@ from collections.abc import Iterable
 from datetime import MAXYEAR, MINYEAR, UTC, date, datetime
 from typing import Any
 
-import yaml
-from frontmatter.default_handlers import YAMLHandler
-from yaml.constructor import SafeConstructor
-
 from notarium_search.notes import location, markdown
 from notarium_search.types import ParsedNote
 
@@ -79,47 +75,6 @@ class ReadLater(RuntimeError):
     """The file cannot be read now, through no fault of its own (a reader's
     process stopped from outside, a machine too busy): not skipped, tried
     again at the next pass; the message is why."""
-
-
-# libyaml's parser when PyYAML has it: about 4x faster than the pure-Python one
-# on frontmatter, which dominated indexing time.
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _CoreSchemaLoader(_BaseLoader):  # type: ignore[misc]
-    """SafeLoader resolving plain scalars the way YAML 1.2's core schema does,
-    as Obsidian shows them, and leaving timestamps as strings.
-
-    PyYAML follows YAML 1.1, which rewrites what people wrote: `yes`/`no`/`on`/
-    `off`/`y`/`n` become booleans (`title: No` → False, `tags: [no, fr]` →
-    "false"), and `0012`, `0x1F`, `1_000`, `1:30` become octal, hex, grouped
-    and sexagesimal integers (`id: 0012` → 10). Timestamps stay strings because
-    PyYAML raises on impossible dates and returns naive datetimes; both are
-    handled in `to_datetime`. Explicit tags (`!!bool yes`) still apply."""
-
-
-_BOOL, _INT, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
-_REPLACED_TAGS = {_BOOL, _INT, _FLOAT, _TIMESTAMP}
-_CoreSchemaLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in _REPLACED_TAGS]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_CoreSchemaLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-# Plain decimal only: a leading zero is an identifier (`0012`), not octal.
-_CoreSchemaLoader.add_implicit_resolver(_INT, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789"))
-# PyYAML's float forms minus underscores and sexagesimal; no new forms (`1e5`
-# stays text, as before, so no id or title that was text becomes a number).
-_CoreSchemaLoader.add_implicit_resolver(
-    _FLOAT,
-    re.compile(r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
-    list("-+.0123456789"),
-)
-# Only its splitting on `---` lines is used: loading is ours, to see non-mappings.
-_HANDLER = YAMLHandler()
-# Reads timestamps only YAML's grammar accepts (`to_datetime`). Its
-# construct_yaml_timestamp reads nothing but its node: one instance serves all threads.
-_TIMESTAMPS = SafeConstructor()
 
 
 def decode_note(raw: bytes, truncated: bool = False) -> str:
@@ -294,12 +249,15 @@ def _flatten_into(pairs: list[tuple[str, str]], key: str, value: Any) -> None:
 def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], str]:
     if not text.startswith("---"):
         return {}, text
+    # PyYAML (~20 ms to import): when a note is read, not when a search from the shell starts.
+    from notarium_search.notes import yaml_frontmatter
+
     try:
-        raw_meta, body = _HANDLER.split(text)
+        raw_meta, body = yaml_frontmatter.split(text)
     except ValueError:  # an opening --- and no closing one: a thematic break, not frontmatter
         return {}, text
     try:
-        meta = yaml.load(raw_meta, Loader=_CoreSchemaLoader)  # noqa: S506 - a SafeLoader subclass
+        meta = yaml_frontmatter.load(raw_meta)
     except Exception as exc:  # noqa: BLE001 - any YAML failure keeps the note as body text
         warnings.append(f"malformed frontmatter ({type(exc).__name__}): indexed as body text")
         return {}, text
@@ -421,13 +379,9 @@ def _from_yaml_timestamp(text: str) -> date | None:
     the offset, a one-digit offset hour (`2001-12-14 21:59:43.10 -5`, the YAML
     spec's example), one-digit month or day. PyYAML's regexp and constructor,
     so that we read exactly what YAML calls a timestamp."""
-    if not SafeConstructor.timestamp_regexp.match(text):
-        return None
-    try:
-        value: date = _TIMESTAMPS.construct_yaml_timestamp(yaml.ScalarNode(_TIMESTAMP, text))
-    except ValueError:  # 2024-02-30, an hour of 25, an offset of 24 hours or more
-        return None
-    return value
+    from notarium_search.notes import yaml_frontmatter  # PyYAML: as in _split_frontmatter
+
+    return yaml_frontmatter.timestamp(text)
 
 
 def _from_compact(digits: str) -> datetime | None:

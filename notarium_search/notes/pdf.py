@@ -25,7 +25,6 @@ from datetime import datetime
 from typing import Any
 
 from notarium_search.logsetup import get_logger
-from notarium_search.notes import pdf_child
 from notarium_search.notes.parse import MAX_TITLE_CHARS, NotANote, clean_frontmatter, file_stem, nfc
 from notarium_search.notes.pdf_pages import MAX_TEXT_CHARS
 from notarium_search.settings import PAGE_CHUNKING
@@ -73,6 +72,10 @@ def extract(raw: bytes, *, max_pages: int = MAX_PAGES, wait: float | None = None
     `ReadLater` when it could not be read now (notes/pdf_child.py)."""
     if not raw.lstrip(b"\x00\t\n\f\r ").startswith(b"%PDF-") and b"%PDF-" not in raw[:1024]:
         raise NotANote("not a PDF (no %PDF- header)")
+    # The PDFium processes' module (subprocess, selectors, signals) when a PDF
+    # is read: the format's registration alone (a search from the shell) needs none of it.
+    from notarium_search.notes import pdf_child
+
     answer = pdf_child.ask(raw, (max_pages, MAX_TEXT_CHARS, deadline(len(raw))), wait=wait)
     if "error" in answer:
         if answer.get("encrypted"):
