@@ -11,7 +11,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from notarium_search.bodies import root_out
 from notarium_search.cli import EXIT_SETUP, unknown_space
 from notarium_search.logsetup import configure_logging
 from notarium_search.settings import Settings, SpaceConfig, log_ignored_folders
@@ -99,22 +98,24 @@ def status_command(settings: Settings, args: argparse.Namespace) -> int:
     index, no model loaded)."""
     from notarium_search.offline import model_fingerprint, space_row
 
-    configure_logging("error", sys.stderr)
+    configure_logging("error", sys.stderr, on_first_use=True)  # structlog (~80 ms) only if something logs
     fingerprint = model_fingerprint(settings)
     rows = [space_row(settings, config, fingerprint) for config in settings.spaces]
     ignored = [
         {"path": str(f.path), "reason": f.reason, "suggested_name": f.suggested_name} for f in settings.ignored_folders
     ]
-    root = root_out(settings)
-    report = {
-        "vector_search": settings.vector_search,
-        "graph_boost": settings.graph_boost,
-        "spaces_root": str(settings.spaces_root) if settings.spaces_root is not None else None,
-        "root": dataclasses.asdict(root) if root is not None else None,  # as /status says it
-        "spaces": rows,
-        "ignored_folders": ignored,
-    }
     if args.json:
+        from notarium_search.bodies import root_out  # its 29 dataclasses, ~25 ms: for --json only
+
+        root = root_out(settings)
+        report = {
+            "vector_search": settings.vector_search,
+            "graph_boost": settings.graph_boost,
+            "spaces_root": str(settings.spaces_root) if settings.spaces_root is not None else None,
+            "root": dataclasses.asdict(root) if root is not None else None,  # as /status says it
+            "spaces": rows,
+            "ignored_folders": ignored,
+        }
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return 0
     flags = {True: "on", False: "off"}
