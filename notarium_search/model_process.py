@@ -32,6 +32,7 @@ from notarium_search.logsetup import get_logger
 from notarium_search.settings import Settings
 
 SOCKET_NAME = "model.sock"
+SOCKET_PATH_MAX = 108  # sun_path's size on Linux, its terminating zero included
 # A process that dies is started again after RESTART_FIRST_SECONDS, doubling
 # up to RESTART_MAX_SECONDS while it keeps dying; one that ran for
 # STABLE_SECONDS starts the count again. Meanwhile answers are keyword answers.
@@ -48,13 +49,32 @@ def wants_model_process(settings: Settings, workers: int) -> bool:
     return workers > 1 and settings.vector_search and settings.model_dir is not None and settings.embed_url is None
 
 
+def socket_folder(settings: Settings) -> Path | None:
+    """A new folder (mode 0700) for the socket: in the system's temporary
+    folder, else (a container run with a read-only root) in the index folder
+    when its path leaves room for the socket's name; None: neither (logged,
+    and each worker loads its own model, as before)."""
+    places: list[str | None] = [None, str(settings.index_dir)]
+    for place in places:
+        try:
+            folder = Path(tempfile.mkdtemp(prefix=".notarium-model-", dir=place))
+        except OSError as exc:
+            log.warning("model_process_folder", place=place or tempfile.gettempdir(), error=str(exc))
+            continue
+        if len(str(folder / SOCKET_NAME)) < SOCKET_PATH_MAX:
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)
+    log.warning("model_process_unavailable", reason="no folder for its socket: each worker loads its own model")
+    return None
+
+
 class ModelProcess:
     """The model process of one `serve`: `start` before the workers, `stop` after them."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, folder: Path) -> None:
         self.settings = settings
-        self._folder = Path(tempfile.mkdtemp(prefix="notarium-model-"))  # 0700
-        self.socket_path = self._folder / SOCKET_NAME
+        self._folder = folder
+        self.socket_path = folder / SOCKET_NAME
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         """Processes started so far (the first, then each restart)."""

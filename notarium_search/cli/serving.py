@@ -14,7 +14,7 @@ from typing import Any
 from notarium_search.cli import EXIT_SETUP
 from notarium_search.cli.indexing import NO_SPACE, index_folders_writable
 from notarium_search.logsetup import configure_logging, get_logger
-from notarium_search.model_process import ModelProcess, wants_model_process
+from notarium_search.model_process import ModelProcess, socket_folder, wants_model_process
 from notarium_search.offline import index_held_elsewhere, previous_service_killed
 from notarium_search.settings import MODEL_SOCKET_ENV, Settings, log_ignored_folders
 
@@ -52,7 +52,8 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
 
     workers = worker_count(settings)
     shared = workers > 1  # several workers: each space written by one, followed by the others
-    model = ModelProcess(settings) if wants_model_process(settings, workers) else None
+    folder = socket_folder(settings) if wants_model_process(settings, workers) else None
+    model = ModelProcess(settings, folder) if folder is not None else None
     if model is not None:  # one copy of the model for every worker (issue 34)
         settings = replace(settings, model_socket=model.socket_path)
         os.environ[MODEL_SOCKET_ENV] = str(model.socket_path)  # the workers' semantic/__init__.py reads it

@@ -1,6 +1,7 @@
 """The semantic channel of a space whose writer is another process (the HTTP
 server's other workers): it embeds queries with the service's model (its
-model process, semantic/model_server.py, or a copy of its own), and answers from the vectors the writer checkpoints, read again whenever the
+model process, semantic/model_server.py, or a copy of its own), and
+answers from the vectors the writer checkpoints, read again whenever the
 writer's manifest changes. It never plans, embeds notes or writes.
 
 It answers once it has read vectors of the writer: complete when the writer

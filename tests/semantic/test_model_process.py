@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -15,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
-from notarium_search.model_process import ModelProcess, wants_model_process
+from notarium_search.model_process import SOCKET_NAME, ModelProcess, socket_folder, wants_model_process
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder, pack_fingerprint
 from notarium_search.semantic.loading import load_configured_embedder
@@ -45,7 +46,8 @@ def own_copy(pack: Path) -> OnnxEmbedder:
 
 @pytest.fixture
 def running(pack: Path, tmp_path: Path) -> Iterator[ModelProcess]:
-    process = ModelProcess(Settings(index_dir=tmp_path, vector_search=True, model_dir=pack))
+    settings = Settings(index_dir=tmp_path, vector_search=True, model_dir=pack)
+    process = ModelProcess(settings, socket_folder(settings) or tmp_path)
     process.start()
     try:
         yield process
@@ -123,7 +125,8 @@ def test_a_model_that_cannot_load_says_why_and_the_process_stays(pack: Path, tmp
     empty.mkdir()
     for name in ("model.json", "tokenizer.json"):
         (empty / name).write_bytes((pack / name).read_bytes())
-    process = ModelProcess(Settings(index_dir=tmp_path, vector_search=True, model_dir=empty))
+    settings = Settings(index_dir=tmp_path, vector_search=True, model_dir=empty)
+    process = ModelProcess(settings, socket_folder(settings) or tmp_path)
     process.start()
     try:
         with pytest.raises(EmbedderUnavailable, match=r"model\.onnx is missing"):
@@ -197,3 +200,24 @@ def test_serve_runs_a_model_process_for_several_workers_of_a_local_pack(pack: Pa
     assert not wants_model_process(hybrid, workers=1)  # its own model: no socket on the way
     assert not wants_model_process(replace(hybrid, vector_search=False), workers=2)
     assert not wants_model_process(replace(hybrid, embed_url="http://gpu:8080"), workers=2)
+
+
+def test_the_sockets_folder_is_the_users_alone_and_falls_back_to_the_index_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    settings = Settings(index_dir=tmp_path / "index")
+    settings.index_dir.mkdir()
+    folder = socket_folder(settings)
+    assert folder is not None
+    assert (folder.stat().st_mode & 0o777, folder.parent) == (0o700, Path(tempfile.gettempdir()))
+    # No temporary folder to write in (a container run with --read-only: what
+    # is refused there is mkdtemp, as here, where even root cannot make one).
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))
+    folder = socket_folder(settings)
+    assert folder is not None
+    assert folder.parent == settings.index_dir
+    deep = Settings(index_dir=tmp_path / ("x" * 120))
+    deep.index_dir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep.index_dir))
+    assert socket_folder(deep) is None  # no room for the socket's name: each worker keeps its model
+    assert len(str(deep.index_dir / SOCKET_NAME)) > 108
