@@ -1,4 +1,4 @@
-"""`notarium-search search` from the shell: process start to printed results.
+"""`notarium-search search` (or `status`) from the shell: process start to printed results.
 
 Runs the command N times per source tree, alternating the trees (so that a
 busy neighbour weighs on both alike), against one indexed space, and reports
@@ -7,6 +7,7 @@ rusage: steadier than wall time on a shared machine).
 
     python bench/cli_startup.py --space s --query "résistance opérationnelle" \\
         --root /tmp/cli10k/root --index /tmp/cli10k/idx --tree before=/path/old --tree after=.
+    python bench/cli_startup.py --status --root … --index … --tree before=… --tree after=.   # `status` instead
 
 A tree is a source checkout put first on PYTHONPATH. Byte-code caching is on
 (PYTHONDONTWRITEBYTECODE unset), as on a user's machine; one warm-up run per
@@ -26,13 +27,18 @@ from pathlib import Path
 
 
 def timed_search(tree: Path, env: dict[str, str], space: str, query: str) -> tuple[float, float]:
-    """(wall, CPU) seconds of one `notarium-search search` from `tree`. It
+    """(wall, CPU) seconds of one `notarium-search search` from `tree`."""
+    return timed_command(tree, env, ["search", space, query])
+
+
+def timed_command(tree: Path, env: dict[str, str], command: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `notarium-search COMMAND…` from `tree`. It
     runs in the tree: `python -m` puts the working folder before PYTHONPATH,
     so from elsewhere (this repository, say) it would run that folder's code."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "notarium_search", "search", space, query],
+        [sys.executable, "-m", "notarium_search", *command],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -50,13 +56,16 @@ def timed_search(tree: Path, env: dict[str, str], space: str, query: str) -> tup
 def run_once(tree: Path, args: argparse.Namespace) -> tuple[float, float]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(PYTHONPATH=str(tree), NOTARIUM_SPACES_ROOT=str(args.root), NOTARIUM_INDEX_DIR=str(args.index))
+    if args.status:
+        return timed_command(tree, env, ["status"])
     return timed_search(tree, env, args.space, args.query)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--space", required=True)
-    parser.add_argument("--query", required=True)
+    parser.add_argument("--space", default="s")
+    parser.add_argument("--query", default="résistance opérationnelle")
+    parser.add_argument("--status", action="store_true", help="time `status` instead of `search`")
     parser.add_argument("--root", type=Path, required=True, help="NOTARIUM_SPACES_ROOT")
     parser.add_argument("--index", type=Path, required=True, help="NOTARIUM_INDEX_DIR, already indexed")
     parser.add_argument("--tree", action="append", required=True, help="NAME=PATH of a source tree")
