@@ -120,11 +120,23 @@ class FragmentTable(Mapping[str, list[Record]]):
         note_id = self._note_of.get(key)
         if note_id is None:
             return None
-        rows = self._rows[note_id]
-        for at in range(0, len(rows), _ROW.size):
-            if _key_at(rows, at) == key:
-                return note_id, _unpack(rows, at)
-        return None
+        record = self.record(note_id, key)
+        return None if record is None else (note_id, record)
+
+    def note_of(self, key: int) -> str | None:
+        """The note whose fragment has this vector key (None: none has)."""
+        return self._note_of.get(key)
+
+    def record(self, note_id: str, key: int) -> Record | None:
+        """The note's fragment of this vector key, or None. Its key is searched
+        for in the packed rows by `bytes.find` (C): a row at a time in Python
+        was 15 % of a hybrid answer's CPU outside the model, for 400 hits."""
+        rows = self._rows.get(note_id, b"")
+        needle = key.to_bytes(8, "big")
+        at = rows.find(needle)
+        while at >= 0 and at % _ROW.size:  # within another row's id or digest: look further
+            at = rows.find(needle, at + 1)
+        return None if at < 0 else _unpack(rows, at)
 
     def keys_of(self, note_ids: Iterable[str]) -> list[int]:
         """The vector keys of these notes' fragments."""

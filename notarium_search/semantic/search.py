@@ -37,10 +37,10 @@ def search(
     (all when None) come with their summary and snippets; the others by id,
     with snippets cut on demand (fusion keeps few of them)."""
     allowed = lexical.note_ids_matching(lexical_index, filters)
-    hits = index.search(query, max(limit * FRAGMENTS_PER_RESULT, MIN_FRAGMENTS), allowed)
-    by_note: dict[str, list[tuple[Record, float]]] = defaultdict(list)
-    for note_id, record, score in hits:
-        by_note[note_id].append((record, score))
+    hits = index.nearest(query, max(limit * FRAGMENTS_PER_RESULT, MIN_FRAGMENTS), allowed)
+    by_note: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for note_id, key, score in hits:
+        by_note[note_id].append((key, score))
     ranked = sorted(by_note.items(), key=lambda item: -item[1][0][1])[:limit]
     depth = len(ranked) if snippet_depth is None else snippet_depth
     payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
@@ -53,13 +53,13 @@ def search(
         best = fragments[0][1]
         confident = floor is None or best >= floor
         if rank >= depth:
-            later = Evidence(tuple(fragments), terms)
+            later = Evidence(index, tuple(fragments), terms)
             results.append(ChannelHit(None, best, (), note_id=note_id, confident=confident, evidence=later))
             continue
         payload = payloads.get(note_id)
         if payload is None:  # deleted since: the vectors lag the lexical index
             continue
-        snippets = _snippets(payload, fragments, terms, lexical_index)
+        snippets = _snippets(payload, _records(index, note_id, fragments), terms, lexical_index)
         results.append(ChannelHit(payload.summary(), best, snippets, confident=confident))
     weight = 1.0
     model_margin = index.embedder.config.relevance_margin
@@ -80,10 +80,18 @@ def unrelated_score(index: SemanticIndex, query: np.ndarray) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """What a semantic hit keeps to cut its snippets later: its nearest fragments, and the query's terms."""
+    """What a semantic hit keeps to cut its snippets later: its nearest
+    fragments' keys and similarities, and the query's terms."""
 
-    fragments: tuple[tuple[Record, float], ...]
+    index: SemanticIndex
+    fragments: tuple[tuple[int, float], ...]
     terms: LanguageTerms
+
+
+def _records(index: SemanticIndex, note_id: str, fragments: Sequence[tuple[int, float]]) -> list[Record]:
+    """The records of the fragments a note's snippets are cut from (its nearest first)."""
+    found = (index.record(note_id, key) for key, _ in fragments[:SNIPPETS_PER_NOTE])
+    return [record for record in found if record is not None]
 
 
 def snippets_of(lexical_index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, ...]:
@@ -94,13 +102,14 @@ def snippets_of(lexical_index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, 
     payload = lexical.payloads_by_id(lexical_index, [hit.note_id]).get(hit.note_id)
     if payload is None:
         return ()
-    return _snippets(payload, hit.evidence.fragments, hit.evidence.terms, lexical_index)
+    records = _records(hit.evidence.index, hit.note_id, hit.evidence.fragments)
+    return _snippets(payload, records, hit.evidence.terms, lexical_index)
 
 
 def _snippets(
-    payload: Payload, fragments: Sequence[tuple[Record, float]], terms: LanguageTerms, lexical_index: LexicalIndex
+    payload: Payload, records: Sequence[Record], terms: LanguageTerms, lexical_index: LexicalIndex
 ) -> tuple[Snippet, ...]:
-    found = (_snippet(payload, record, terms, lexical_index) for record, _ in fragments[:SNIPPETS_PER_NOTE])
+    found = (_snippet(payload, record, terms, lexical_index) for record in records[:SNIPPETS_PER_NOTE])
     return located((s for s in found if s is not None), payload.sections, payload.lines)
 
 

@@ -60,6 +60,24 @@ def test_the_table_finds_adds_replaces_and_drops_records():
     assert table.find(a1.key) is None
 
 
+def test_a_fragment_is_found_by_its_key_not_by_bytes_elsewhere_in_a_row():
+    """`record` searches the packed rows for the key's 8 bytes: the same
+    bytes inside another row (its id's end, its digest) are not that key."""
+    table = FragmentTable()
+    a0 = record("a", 0)
+    key_bytes = a0.key.to_bytes(8, "big").hex()
+    decoy = record("a", 1)
+    decoy = Record(decoy.id, decoy.key, decoy.start, decoy.end, key_bytes)  # a digest that spells a0's key
+    table.replace("a", [decoy])
+    assert table.record("a", a0.key) is None  # only in the digest
+    assert table.find(a0.key) is None
+    table.replace("a", [decoy, a0])
+    assert table.record("a", a0.key) == a0  # past the decoy's digest, at its row
+    assert table.record("a", decoy.key) == decoy
+    assert table.note_of(a0.key) == "a"
+    assert table.record("b", a0.key) is None
+
+
 @pytest.mark.parametrize(
     "broken",
     [
