@@ -21,7 +21,7 @@ import pytest
 
 from notarium_search.semantic.calibration import E5_SMALL_MARGIN, MINILM_L6_MARGIN
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable
-from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder
+from notarium_search.semantic.embedding import SPINNING, OnnxEmbedder, load_embedder
 from notarium_search.semantic.model_config import ModelConfig, read_model_config
 from tests.conftest import models_dir
 
@@ -198,6 +198,13 @@ def test_queries_during_a_bulk_embed_on_another_thread_are_correct(minilm: OnnxE
 
 
 # ---------------------------------------------------------------- fingerprint and overrides
+
+
+def test_the_sessions_threads_do_not_spin_between_runs(minilm: OnnxEmbedder) -> None:
+    """Spinning cost a query 28-32 ms of CPU for 9-11 ms of wall time, CPU the
+    HTTP workers on the same cores lacked (semantic/embedding.py)."""
+    options = minilm._session.get_session_options()
+    assert options.get_session_config_entry(SPINNING) == "0"
 
 
 def test_fingerprint_is_stable_and_follows_what_changes_vectors(minilm: OnnxEmbedder, e5: OnnxEmbedder) -> None:
