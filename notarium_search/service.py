@@ -6,16 +6,13 @@ from __future__ import annotations
 import functools
 import os
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from notarium_search import typed_filters
-from notarium_search.answer import answer_snippets, fused_notes, open_url
-from notarium_search.channel import Channel
+from notarium_search import answer, typed_filters
+from notarium_search.answer import READ_ONLY_WITHOUT_MEANING, check_limit, space_filters
 from notarium_search.errors import (
     ChannelDisabled,
     ChannelUnavailable,
@@ -25,7 +22,6 @@ from notarium_search.errors import (
     SpaceUnavailable,
     UnknownSpace,
 )
-from notarium_search.fusion import CANDIDATES_PER_CHANNEL, GRAPH_SEEDS, PHRASE_DEPTH, hits, kept
 from notarium_search.index.peers import PeerLoop
 from notarium_search.index.registry import Spaces
 from notarium_search.index.space import Space
@@ -42,14 +38,12 @@ from notarium_search.reading import reading
 from notarium_search.settings import Settings, valid_space_name
 from notarium_search.storage.backoff import Backoff
 from notarium_search.types import (
-    ChannelQuery,
     FeedFilter,
     FeedPage,
     NoteDetail,
     NoteLink,
     NoteRecord,
     NotesPage,
-    SearchHit,
     SearchResponse,
     SpaceStatus,
     TextRange,
@@ -59,17 +53,7 @@ if TYPE_CHECKING:
     from notarium_search.semantic.embedding import Embedder
     from notarium_search.types import Echo
 
-MAX_LIMIT = 100
 MAX_PREFIX_CHARS = lexical_values.MAX_PREFIX_CHARS  # of a value completed (values)
-SORTS = ("relevance", "updated", "created")
-# A read-only service (`notarium-search search`) opens no semantic channel: it
-# would load the model (~1-2 s) for one query, against a ~0.2 s start
-# (docs/benchmarks.md). With VECTOR_SEARCH on, the answer says so instead of
-# silently answering by keywords alone.
-READ_ONLY_WITHOUT_MEANING = (
-    "not loaded by `notarium-search search`, which answers with keywords (and links) to start fast;"
-    " the running service searches by meaning too"
-)
 # An embedding server down at start is asked again after this, doubling up to
 # the max: the writer's retry intervals for a failed pass (index/writer.py).
 MODEL_RETRY_FIRST_SECONDS = 5.0
@@ -213,114 +197,24 @@ class Service:
         """Every configured space's, those that could not open too (with why)."""
         return self.registry.statuses(Space.status)
 
-    def _filters(self, space: Space, filters: FeedFilter) -> FeedFilter:
-        """The filters with this service's activation fields, collections checked."""
-        known = space.config.collections
-        unknown = [c for c in filters.collections if c not in {k.name for k in known}]
-        if unknown:
-            names = ", ".join(k.name for k in known) or "none defined"
-            raise InvalidParameter(f"unknown collection {unknown[0][:100]!r} in space {space.name} ({names})")
-        return replace(filters, activation_fields=self.settings.activation_fields)
-
     @guarded
     def search(self, name: str, text: str, filters: FeedFilter, limit: int, sort: str = "relevance") -> SearchResponse:
-        """Ranked notes for the query (its typed filters applied: typed_filters.py);
-        a query of filters alone lists the notes they allow, newest first.
-        `sort`: "relevance", or "updated"/"created" (the same notes, newest first)."""
+        """Ranked notes for the query (answer.search: the channels in their
+        stages, fused), the query's embedding from this service's model."""
         space = self.space(name)
-        _check_limit(limit)
-        if sort not in SORTS:
-            raise InvalidParameter(f"sort must be one of {', '.join(SORTS)}")
-        typed = typed_filters.parse(text)
-        narrowed = typed.narrow(filters)
-        if typed.filters and not typed.text.strip():
-            answer = self._filtered(space, narrowed, limit)
-        else:
-            answer = self._ranked(space, typed.text, narrowed, limit)
-        results = answer.results
-        if sort != "relevance":
-            results = tuple(sorted(results, key=lambda hit: getattr(hit.note, sort), reverse=True))
-        if space.editor_template is not None:
-            results = tuple(replace(hit, open_url=open_url(space, hit)) for hit in results)
-        return replace(answer, results=results, query=text, filters=typed.filters)
 
-    def _filtered(self, space: Space, filters: FeedFilter, limit: int) -> SearchResponse:
-        """The notes the filters allow, newest first (a query of filters alone)."""
-        started = time.perf_counter()
-        page = lexical.feed(space.lexical, "", self._filters(space, filters), limit, None, space.cursors)
-        hits = tuple(SearchHit(note, 0.0, (), {}) for note in page.items if space.on_disk(note))
-        took = round((time.perf_counter() - started) * 1000, 3)
-        return SearchResponse("", hits, ("lexical",), {}, (), not space.ready, took)
+        def vector(space: Space, text: str, started: float, degraded: dict[str, str]) -> Any:
+            return self._query_embedding.vector(space.semantic, self.embedder, text, started, degraded)
 
-    def _answering(self, space: Space, text: str, degraded: dict[str, str]) -> list[Channel]:
-        """The space's channels that answer this query, in order: the lexical
-        channel always; the others when they can now (else `degraded` says why)."""
-        if not text.strip():
-            return [space.lexical_channel]
-        if self.settings.vector_search and space.semantic is None:
-            degraded["semantic"] = READ_ONLY_WITHOUT_MEANING
-        answering = []
-        for channel in space.channels:
-            if channel.ready:
-                answering.append(channel)
-            else:
-                degraded[channel.name] = channel.why_not_ready()
-        return answering
-
-    def _ranked(self, space: Space, text: str, filters: FeedFilter, limit: int) -> SearchResponse:
-        """The channels in their stages (index/channels.py): those that need
-        the text alone or the query's embedding, then those that need their
-        best notes as seeds; fused."""
-        started = time.perf_counter()
-        degraded: dict[str, str] = {}
-        answering = self._answering(space, text, degraded)
-        vector = None
-        if any("vector" in c.needs for c in answering):
-            vector = self._query_embedding.vector(space.semantic, self.embedder, text, started, degraded)
-            if vector is None:
-                answering = [c for c in answering if "vector" not in c.needs]
-        fused = len(answering) > 1
-        depth = max(limit, CANDIDATES_PER_CHANNEL) if fused else limit
-        query = ChannelQuery(
-            text,
-            self._filters(space, filters),
-            depth,
-            snippet_depth=0 if fused else limit,  # fused: cut for the kept hits only, below
-            phrase_depth=PHRASE_DEPTH if fused else 0,
-            vector=vector,
-        )
-        channels = [c for c in answering if "seeds" not in c.needs]
-        results = [channel.search(query) for channel in channels]
-        seeded = [c for c in answering if "seeds" in c.needs]
-        if seeded:
-            # Links are followed from the best text hits, fused as the user would see them.
-            ranked, notes = fused_notes(space, results, GRAPH_SEEDS)
-            seeds = tuple(notes[note_id] for note_id in kept(ranked, notes, GRAPH_SEEDS))
-            channels += seeded
-            results += [channel.search(replace(query, seeds=seeds)) for channel in seeded]
-        ranked, notes = fused_notes(space, results, limit)
-        snippets = answer_snippets(channels, results, kept(ranked, notes, limit))
-        self.memory.note_activity()
-        return SearchResponse(
-            query=text,
-            results=tuple(h for h in hits(results, ranked, notes, snippets, limit) if space.on_disk(h.note)),
-            channels_used=tuple(r.channel for r in results) if text.strip() else (),
-            degraded=degraded,
-            unmatched_terms=results[0].unmatched_terms,
-            # A channel that answered from part of its index (vectors still embedding) makes it partial
-            # too; the lexical channel's part is space.ready (a reader runs no pass).
-            partial=not space.ready or any(c.building for c in channels if c is not space.lexical_channel),
-            took_ms=round((time.perf_counter() - started) * 1000, 3),
-            caveats={r.channel: why for c, r in zip(channels, results, strict=True) if (why := c.caveat(r))},
-        )
+        return answer.search(space, text, filters, limit, sort, vector=vector, answered=self.memory.note_activity)
 
     @guarded
     def related(
         self, name: str, note_id: str, limit: int, min_days_apart: float = 0.0, filters: FeedFilter | None = None
     ) -> list[Echo]:
         space = self.space(name)
-        _check_limit(limit)
-        allowed = lexical.note_ids_matching(space.lexical, self._filters(space, filters or FeedFilter()))
+        check_limit(limit)
+        allowed = lexical.note_ids_matching(space.lexical, space_filters(space, filters or FeedFilter()))
         semantic = space.semantic
         if semantic is None and not self.settings.vector_search:
             raise ChannelDisabled("related notes need the semantic channel: VECTOR_SEARCH is off in this service")
@@ -335,9 +229,9 @@ class Service:
     @guarded
     def feed(self, name: str, text: str, filters: FeedFilter, limit: int, cursor: str | None) -> FeedPage:
         space = self.space(name)
-        _check_limit(limit)
+        check_limit(limit)
         typed = typed_filters.parse(text)
-        narrowed = self._filters(space, typed.narrow(filters))
+        narrowed = space_filters(space, typed.narrow(filters))
         try:
             page = lexical.feed(space.lexical, typed.text, narrowed, limit, cursor, space.cursors)
         except lexical.InvalidCursor as exc:
@@ -350,9 +244,9 @@ class Service:
     def notes(self, name: str, filters: FeedFilter, limit: int, cursor: str | None) -> NotesPage:
         """Metadata query: notes matching the filters, newest first, with their frontmatter."""
         space = self.space(name)
-        _check_limit(limit)
+        check_limit(limit)
         try:
-            filters = self._filters(space, filters)
+            filters = space_filters(space, filters)
             items, next_cursor = metadata.notes_page(space.lexical, filters, limit, cursor, space.cursors)
         except lexical.InvalidCursor as exc:
             raise InvalidParameter(str(exc)) from exc
@@ -434,7 +328,7 @@ class Service:
         file names (`kind`) starting with `prefix` ignoring case, with how
         many notes each keeps, most first (lexical/values.py)."""
         space = self.space(name)
-        _check_limit(limit)
+        check_limit(limit)
         if kind not in lexical_values.FIELDS:
             raise InvalidParameter(f"field must be one of {', '.join(lexical_values.FIELDS)}")
         if len(prefix) > MAX_PREFIX_CHARS:
@@ -444,8 +338,8 @@ class Service:
     @guarded
     def activations(self, name: str, filters: FeedFilter, since: datetime | None, limit: int) -> list[NoteRecord]:
         space = self.space(name)
-        _check_limit(limit)
-        found = metadata.activated_since(space.lexical, self._filters(space, filters), since, limit)
+        check_limit(limit)
+        found = metadata.activated_since(space.lexical, space_filters(space, filters), since, limit)
         return [record for record in found if space.on_disk(record.note)]
 
 
@@ -472,8 +366,3 @@ def read_markdown(root: Path, rel_path: str, max_bytes: int) -> str | None:
     except (formats.NotANote, formats.ReadLater) as exc:  # no longer readable, or not now (PDFium busy)
         log.info("note_not_shown", path=rel_path, reason=str(exc))
         return None
-
-
-def _check_limit(limit: int) -> None:
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidParameter(f"limit must be between 1 and {MAX_LIMIT}")

@@ -24,6 +24,7 @@ from litestar.handlers import BaseRouteHandler
 from litestar.params import Parameter, PathParameter, SkipValidation
 
 from notarium_search import __version__, params
+from notarium_search.answer import MAX_LIMIT
 from notarium_search.api import errors, explorer, preview
 from notarium_search.api.access import ADMIN, PUBLIC, cors_config, rate_limit_config, token_guard
 from notarium_search.api.access_log import AccessLog
@@ -55,7 +56,7 @@ from notarium_search.bodies import (
 from notarium_search.errors import InvalidParameter, NotariumError
 from notarium_search.logsetup import get_logger
 from notarium_search.mcp.route import McpRoute
-from notarium_search.service import MAX_LIMIT, MAX_PREFIX_CHARS, Service
+from notarium_search.service import MAX_PREFIX_CHARS, Service
 from notarium_search.settings import Settings
 from notarium_search.types import BUILDING_MESSAGE, FeedFilter, SpaceStatus
 

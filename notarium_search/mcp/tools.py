@@ -18,6 +18,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import Field
 
 from notarium_search import params
+from notarium_search.answer import MAX_LIMIT
 from notarium_search.bodies import (
     ActivationsBody,
     LinkedNoteOut,
@@ -45,7 +46,7 @@ from notarium_search.mcp.text import (
     search_text,
 )
 from notarium_search.params import MAX_DAYS, MAX_QUERY_CHARS
-from notarium_search.service import MAX_LIMIT, Service
+from notarium_search.service import Service
 from notarium_search.types import FeedFilter, NoteDetail
 
 # The HTTP API's bounds (api/app.py), so that both doors accept the same input.
