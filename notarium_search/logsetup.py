@@ -19,6 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 _STDLIB_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "litestar", "_granian", "granian.access")
+# Clients whose every request is an info line: the model process's probe
+# (every 10 s) and the workers' queries to it would fill the log.
+_QUIET_LOGGERS = ("httpx", "httpcore")
 _lock = threading.Lock()
 _deferred: tuple[str, object] | None = None  # configure_logging's arguments, until the first line is logged
 
@@ -68,6 +71,8 @@ def _configure(level: str, stream: object) -> None:
         named = logging.getLogger(name)
         named.handlers[:] = []
         named.propagate = True
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),

@@ -40,6 +40,14 @@ RESTART_FIRST_SECONDS = 1.0
 RESTART_MAX_SECONDS = 30.0
 STABLE_SECONDS = 60.0
 STOP_WAIT_SECONDS = 10.0
+# A process that hangs does not exit: every PROBE_SECONDS it is asked its
+# state and, its model loaded, to embed one word; PROBE_MISSES answers
+# missing within PROBE_TIMEOUT_SECONDS each (one word takes ~10 ms; a slice
+# of passages beside it runs on other threads) and it is killed, then
+# restarted as above. Nothing listening yet (a process starting) is no miss.
+PROBE_SECONDS = 10.0
+PROBE_TIMEOUT_SECONDS = 30.0
+PROBE_MISSES = 2
 
 log = get_logger(__name__)
 
@@ -81,10 +89,20 @@ class ModelProcess:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._watcher = threading.Thread(target=self._watch, name="model-process", daemon=True)
+        self._prober = threading.Thread(target=self._probe, name="model-probe", daemon=True)
 
     def start(self) -> None:
+        # Imported here, on the thread that starts the workers and before it
+        # does: the probe's thread importing it while granian forked a worker
+        # left the module's import lock held in that worker, whose model
+        # loader then waited on it forever. Not at the top: a service without
+        # a model process never imports httpx's client and numpy (~20 MiB).
+        from notarium_search.semantic.shared_model import responsive
+
+        self._responsive = responsive
         self._spawn()
         self._watcher.start()
+        self._prober.start()
 
     def _command(self) -> list[str]:
         settings = self.settings
@@ -115,21 +133,43 @@ class ModelProcess:
             self.starts += 1
 
     def _watch(self) -> None:
+        """Started again whenever it exits, until the service stops. This
+        thread forked it, and PR_SET_PDEATHSIG kills it when this thread
+        ends: nothing may end it but a stop (a failed start is tried again)."""
         delay = RESTART_FIRST_SECONDS
         while not self._stopping.is_set():
             process = self.process
-            assert process is not None
             started = time.monotonic()
-            code = process.wait()
+            code = process.wait() if process is not None else None
             if self._stopping.is_set():
                 return
             if time.monotonic() - started >= STABLE_SECONDS:
                 delay = RESTART_FIRST_SECONDS
-            log.error("model_process_exited", code=code, pid=process.pid, restart_in=delay)
+            pid = process.pid if process is not None else None
+            log.error("model_process_exited", code=code, pid=pid, restart_in=delay)
             if self._stopping.wait(delay):
                 return
             delay = min(delay * 2, RESTART_MAX_SECONDS)
-            self._spawn()
+            try:
+                self._spawn()
+            except Exception as exc:  # noqa: BLE001 - fork failing (EAGAIN, ENOMEM): tried again later
+                log.error("model_process_not_started", error=str(exc))
+                self.process = None
+
+    def _probe(self) -> None:
+        """Kills the process when it stops answering (see PROBE_SECONDS)."""
+        misses = 0
+        while not self._stopping.wait(PROBE_SECONDS):
+            process = self.process
+            if process is None or process.poll() is not None:
+                misses = 0  # starting again, or gone: the watcher's
+                continue
+            answered = self._responsive(self.socket_path, PROBE_TIMEOUT_SECONDS)
+            misses = misses + 1 if answered is False else 0  # None: not listening yet (starting)
+            if misses >= PROBE_MISSES and process.poll() is None:
+                log.error("model_process_unresponsive", pid=process.pid, action="killed, to be started again")
+                process.kill()
+                misses = 0
 
     def stop(self) -> None:
         self._stopping.set()
@@ -142,6 +182,7 @@ class ModelProcess:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        if self._watcher.is_alive():
-            self._watcher.join(STOP_WAIT_SECONDS)
+        for thread in (self._watcher, self._prober):
+            if thread.is_alive():
+                thread.join(STOP_WAIT_SECONDS)
         shutil.rmtree(self._folder, ignore_errors=True)

@@ -70,6 +70,9 @@ class QueryEmbedding:
         try:
             return pending.result(timeout=max(left, 0.0))
         except FutureTimeout:
+            # Not started yet (the pool's threads busy): it never will be; a
+            # model that hangs would otherwise leave a queue every query waits behind.
+            pending.cancel()
             degraded["semantic"] = f"query embedding took longer than {self.timeout_ms} ms"
         except Exception as exc:  # noqa: BLE001 - a model failure on one query must not fail the search
             log.warning("query_embedding_failed", error=str(exc))

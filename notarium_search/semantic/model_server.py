@@ -11,13 +11,13 @@ with multilingual-e5-small): 2 workers' hybrid service measured 783 MiB
 against 592 for one. Here the pack is loaded once; the workers send their
 queries and the space writers their passages (semantic/shared_model.py).
 
-Queries are batched as they come: one thread runs the model over every query
-waiting when it is free (at most MAX_QUERY_BATCH), so a lone query never waits
-for a timer and queries that arrive while the model runs share its next run
-(e5-small, 2 cores: 9 → 7 ms a text from batch 1 to 16, semantic/embedding.py).
-Passages (many texts a request) run on their request's thread, beside
-queries, as they did in a worker: both share one session, whose `run` is
-thread-safe.
+Each request's texts run on its own thread, beside the others', as a
+worker's queries and its writer's passages did in the worker: they share
+one session, whose `run` is thread-safe. Queries are not batched together:
+with e5-small int8 a query's vector changes with its batch-mates (cosine
+0.997 with another query beside it: the quantisation is dynamic, per batch),
+so an answer would depend on who else was searching, for ~10 % of model
+time (batch 1 → 16: 10.7 → 9.5 ms a text on 2 cores, docs/benchmarks.md).
 
 The model loads after the socket is bound: `GET /info` says "loading", then
 "ready" with the model's fingerprint (the one the vectors were made with), or
@@ -30,14 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import signal
 import socketserver
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,67 +43,24 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from notarium_search.logsetup import configure_logging, get_logger
-from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder
+from notarium_search.semantic.embedding import MAX_CHARS_PER_TOKEN, OnnxEmbedder, load_embedder
 
 if TYPE_CHECKING:
     from notarium_search.semantic.embedding import Vectors
 
-# Queries run together at most (the pack's default batch): more waiting are
-# taken by the next run.
-MAX_QUERY_BATCH = 16
-# A request body larger than this is refused (413): 64 fragments cut at
-# max_tokens × 32 characters (semantic/embedding.py) are ~1 MiB at 512 tokens.
-MAX_REQUEST_BYTES = 16 * 1024 * 1024
+# A request body is refused (413) past what its texts can need: the client
+# sends at most TEXTS_PER_REQUEST texts cut at max_tokens × 32 characters
+# (semantic/embedding.py), each character 12 bytes at most as JSON (a
+# surrogate pair as \uXXXX\uXXXX), and the envelope.
+TEXTS_PER_REQUEST = 64
+JSON_BYTES_PER_CHAR = 12
+ENVELOPE_BYTES = 64 * 1024
+# A connection silent this long is closed (a worker's pool opens another).
+IDLE_SECONDS = 60.0
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 LOADING, READY, FAILED = "loading", "ready", "failed"
 
 log = get_logger(__name__)
-
-
-class QueryBatcher:
-    """Queries embedded together: whatever waits when the model is free."""
-
-    def __init__(self, embed: Callable[[Sequence[str]], Vectors], max_batch: int = MAX_QUERY_BATCH) -> None:
-        self._embed = embed
-        self._max_batch = max_batch
-        self._waiting: queue.SimpleQueue[tuple[str, Future[Vectors]] | None] = queue.SimpleQueue()
-        self.runs = 0
-        """Model runs so far (tests: queries that arrived together shared one)."""
-        self._thread = threading.Thread(target=self._serve, name="query-batcher", daemon=True)
-        self._thread.start()
-
-    def embed(self, text: str) -> Vectors:
-        pending: Future[Vectors] = Future()
-        self._waiting.put((text, pending))
-        return pending.result()
-
-    def stop(self) -> None:
-        self._waiting.put(None)
-
-    def _serve(self) -> None:
-        while (first := self._waiting.get()) is not None:
-            batch = [first]
-            while len(batch) < self._max_batch:
-                try:
-                    item = self._waiting.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._waiting.put(None)  # stop after this run
-                    break
-                batch.append(item)
-            self._run(batch)
-
-    def _run(self, batch: list[tuple[str, Future[Vectors]]]) -> None:
-        try:
-            vectors = self._embed([text for text, _ in batch])
-        except Exception as exc:  # noqa: BLE001 - each waiting request answers the failure
-            for _, pending in batch:
-                pending.set_exception(exc)
-            return
-        self.runs += 1
-        for row, (_, pending) in enumerate(batch):
-            pending.set_result(vectors[row])
 
 
 class ModelHolder:
@@ -115,7 +70,6 @@ class ModelHolder:
         self.state = LOADING
         self.error = ""
         self.embedder: OnnxEmbedder | None = None
-        self.batcher: QueryBatcher | None = None
 
     def load(self, model_dir: Path, overrides: dict[str, object], threads: int, batch_size: int) -> None:
         started = time.monotonic()
@@ -126,7 +80,6 @@ class ModelHolder:
             self.state = FAILED
             log.error("model_process_failed", error=self.error)
             return
-        self.batcher = QueryBatcher(embedder.embed_texts)
         self.embedder = embedder
         self.state = READY
         log.info("model_process_ready", model=embedder.config.name, seconds=round(time.monotonic() - started, 3))
@@ -140,16 +93,18 @@ class ModelHolder:
         return answer
 
     def embed(self, texts: list[str]) -> Vectors:
-        """One text (a query, mostly): batched with others; more: in one call."""
         assert self.embedder is not None
-        assert self.batcher is not None
-        if len(texts) == 1:
-            return self.batcher.embed(texts[0])[None, :]
         return self.embedder.embed_texts(texts)
+
+    def request_bound(self) -> int:
+        """The most bytes a request's body may hold (its model loaded)."""
+        max_tokens = self.embedder.config.max_tokens if self.embedder is not None else 512
+        return ENVELOPE_BYTES + TEXTS_PER_REQUEST * max_tokens * MAX_CHARS_PER_TOKEN * JSON_BYTES_PER_CHAR
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # kept-alive connections: a worker's pool reuses them
+    timeout = IDLE_SECONDS
     server: _Server
 
     def do_GET(self) -> None:
@@ -177,17 +132,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(500, {"error": str(exc) or type(exc).__name__})
             return
         data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(vectors.tolist())]
-        self._answer(200, {"object": "list", "data": data, "model": holder.info().get("model", "")})
+        info = holder.info()
+        # The fingerprint in every answer: a worker connected to the model this
+        # process had before a restart sees that it changed (its pack replaced on disk).
+        self._answer(200, {"object": "list", "data": data, "model": info["model"], "fingerprint": info["fingerprint"]})
 
     def _texts(self) -> list[str] | None:
         """The request's `input` (texts), or None once answered 4xx."""
         length = self.headers.get("Content-Length", "")
-        if not length.isdigit():
+        if not (length.isascii() and length.isdecimal()):
+            self.close_connection = True
             self._answer(411, {"error": "Content-Length required"})
             return None
-        if int(length) > MAX_REQUEST_BYTES:
+        bound = self.server.holder.request_bound()
+        if int(length) > bound:
             self.close_connection = True  # its body is not read
-            self._answer(413, {"error": f"request larger than {MAX_REQUEST_BYTES} bytes"})
+            self._answer(413, {"error": f"request larger than {bound} bytes"})
             return None
         try:
             texts = json.loads(self.rfile.read(int(length)))["input"]
@@ -218,6 +178,14 @@ class _Server(socketserver.ThreadingUnixStreamServer):
     def __init__(self, path: str, holder: ModelHolder) -> None:
         self.holder = holder
         super().__init__(path, _Handler)
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """One line, not a traceback on the service's stderr: a worker that
+        gave up on a query (its deadline) has closed the connection the
+        answer is written to."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError | TimeoutError):
+            log.warning("model_process_request_failed", error=f"{type(error).__name__}: {error}")
 
 
 def _die_with(parent: int) -> None:
@@ -260,9 +228,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.serve_forever(poll_interval=0.5)
     finally:
         server.server_close()
-        if holder.batcher is not None:
-            holder.batcher.stop()
-    return 0
+    log.info("model_process_stopped")
+    sys.stdout.flush()
+    # Not the interpreter's shutdown: a request's thread may be inside
+    # onnxruntime, which then aborts the process (SIGABRT, "terminate called
+    # without an active exception") when a stop comes during a build.
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,9 @@ class RemoteEmbedder:
         self.concurrency = concurrency
         self.bulk_fragments = batch_size * concurrency
         """Fragments worth handing over in one call: every request in flight."""
+        self.normalises = True
+        """Whether answers are normalised here (`normalize`): servers differ;
+        the model process has normalised them already (semantic/shared_model.py)."""
         self.query_timeout = timeout
         """Seconds a query's request may take (the service answers without it
         long before, at query_embed_timeout_ms, but the thread waiting for it
@@ -301,7 +304,7 @@ class RemoteEmbedder:
             )
         if not np.isfinite(vectors).all():
             raise EmbedderUnavailable(f"embedding server {self.url} returned vectors holding NaN or infinity")
-        return l2_normalise(vectors) if self.config.normalize else vectors
+        return l2_normalise(vectors) if self.config.normalize and self.normalises else vectors
 
 
 class _Retryable(Exception):

@@ -23,6 +23,7 @@ import httpx
 
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.model_config import ModelConfig
+from notarium_search.semantic.model_server import TEXTS_PER_REQUEST
 from notarium_search.semantic.remote import RemoteEmbedder
 
 if TYPE_CHECKING:
@@ -33,12 +34,14 @@ URL = "http://model-process/v1/embeddings"
 INFO_URL = "http://model-process/info"
 # Fragments a request: the semantic channel's slice (semantic/channel.py
 # SLICE_FRAGMENTS), so that the writer looks at its queue as often as with a
-# model of its own; the model process groups them by length.
-PASSAGES_PER_REQUEST = 64
+# model of its own; the model process groups them by length, and sizes the
+# requests it accepts by it.
+PASSAGES_PER_REQUEST = TEXTS_PER_REQUEST
 # The longest a request may take: a slice of 512-token fragments is ~8 s on
-# 2 cores; a loaded machine is allowed ten times that. A query's own deadline
-# (query_embed_timeout_ms) is the service's, and much shorter.
-REQUEST_TIMEOUT_SECONDS = 120.0
+# 2 cores; a loaded machine is allowed several times that. A process that
+# hangs is killed sooner by its supervisor's probe (model_process.py). A
+# query's own deadline (query_embed_timeout_ms) is the service's, much shorter.
+REQUEST_TIMEOUT_SECONDS = 60.0
 # A query's request is given up past this: a model process that hangs would
 # otherwise hold the query pool's two threads (query_embedding.py) for
 # REQUEST_TIMEOUT_SECONDS, and every next query would wait behind them.
@@ -65,11 +68,22 @@ class SharedModelEmbedder(RemoteEmbedder):
         )
         self.socket_path = socket_path
         self.query_timeout = QUERY_TIMEOUT_SECONDS
+        self.normalises = False  # the process's vectors are the pack's, normalised there: kept to the bit
         self._pack_fingerprint = fingerprint
 
     @property
     def fingerprint(self) -> str:
         return self._pack_fingerprint
+
+    def _post_once(self, texts: list[str], timeout: float | None = None) -> dict[str, Any]:
+        body = super()._post_once(texts, timeout)
+        if body.get("fingerprint") != self._pack_fingerprint:
+            # Restarted with another pack (replaced on disk meanwhile): its vectors
+            # would be stored and compared as this one's.
+            raise EmbedderUnavailable(
+                "the model process now runs another model than the one this worker started with: restart the service"
+            )
+        return body
 
     def embed_query(self, text: str) -> Vectors:
         try:
@@ -109,3 +123,20 @@ def wait_for_model(socket_path: Path, wait_seconds: float = LOAD_WAIT_SECONDS) -
             if time.monotonic() >= deadline:
                 raise EmbedderUnreachable(f"the model process was not ready within {wait_seconds:g} s ({last})")
             time.sleep(LOAD_POLL_SECONDS)
+
+
+def responsive(socket_path: Path, timeout: float) -> bool | None:
+    """Whether the process answers within `timeout` seconds: its `/info`, and
+    once its model is loaded one word embedded (its supervisor's probe: a
+    process that hangs does not exit). None: nothing listens (starting, or
+    gone); a process that timed out or answered an error on its model: False."""
+    try:
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket_path)), timeout=timeout) as client:
+            if client.get(INFO_URL).json().get("state") != "ready":
+                return True  # loading (its /info answered) or failed (said, not hung)
+            answer = client.post(URL, json={"input": ["probe"]})
+            return answer.status_code == 200 and len(answer.json()["data"]) == 1
+    except (httpx.ConnectError, FileNotFoundError):
+        return None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+        return False

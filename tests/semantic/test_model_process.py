@@ -4,11 +4,14 @@ workers' client of it (semantic/shared_model.py), with the real MiniLM pack."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
+import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,11 +19,11 @@ import httpx
 import numpy as np
 import pytest
 
+from notarium_search import model_process
 from notarium_search.model_process import SOCKET_NAME, ModelProcess, socket_folder, wants_model_process
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder, pack_fingerprint
 from notarium_search.semantic.loading import load_configured_embedder
-from notarium_search.semantic.model_server import QueryBatcher
 from notarium_search.semantic.shared_model import INFO_URL, SharedModelEmbedder
 from notarium_search.service import Service
 from notarium_search.settings import Settings
@@ -82,42 +85,6 @@ def test_a_worker_gets_the_packs_vectors_and_fingerprint_from_the_model_process(
         assert info(running)["pid"] == running.process.pid  # type: ignore[union-attr]
     finally:
         embedder.close()
-
-
-def test_queries_that_wait_share_the_next_run(own_copy: OnnxEmbedder):
-    """The batcher runs whatever waits when the model is free: the first query
-    is held in the model, three arrive meanwhile, and run together next."""
-    entered, release = threading.Event(), threading.Event()
-    calls: list[int] = []
-
-    def model(texts: Sequence[str]) -> np.ndarray:
-        calls.append(len(texts))
-        if len(calls) == 1:
-            entered.set()
-            assert release.wait(WAIT_SECONDS)
-        return own_copy.embed_texts(texts)
-
-    batcher = QueryBatcher(model)
-    texts = ["premier", "deuxième requête", "third query", "quatre"]
-    answers: dict[str, np.ndarray] = {}
-
-    def ask(text: str) -> None:
-        answers[text] = batcher.embed(text)
-
-    threads = [threading.Thread(target=ask, args=(texts[0],))]
-    threads[0].start()
-    assert entered.wait(WAIT_SECONDS)
-    for text in texts[1:]:
-        threads.append(threading.Thread(target=ask, args=(text,)))
-        threads[-1].start()
-    eventually(lambda: batcher._waiting.qsize() == 3)
-    release.set()
-    for thread in threads:
-        thread.join(WAIT_SECONDS)
-    batcher.stop()
-    assert calls == [1, 3]
-    for text in texts:  # each its own row, as alone (batch-mates pad: close, not bit-equal)
-        assert float(np.dot(answers[text], own_copy.embed_texts([text])[0])) > 0.9999
 
 
 def test_a_model_that_cannot_load_says_why_and_the_process_stays(pack: Path, tmp_path: Path):
@@ -209,7 +176,9 @@ def test_the_sockets_folder_is_the_users_alone_and_falls_back_to_the_index_folde
     settings.index_dir.mkdir()
     folder = socket_folder(settings)
     assert folder is not None
-    assert (folder.stat().st_mode & 0o777, folder.parent) == (0o700, Path(tempfile.gettempdir()))
+    mode = folder.stat().st_mode & 0o777
+    shutil.rmtree(folder)  # made in the system's temporary folder: not the test's to leave
+    assert (mode, folder.parent) == (0o700, Path(tempfile.gettempdir()))
     # No temporary folder to write in (a container run with --read-only: what
     # is refused there is mkdtemp, as here, where even root cannot make one).
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))
@@ -221,3 +190,87 @@ def test_the_sockets_folder_is_the_users_alone_and_falls_back_to_the_index_folde
     monkeypatch.setattr(tempfile, "tempdir", str(deep.index_dir))
     assert socket_folder(deep) is None  # no room for the socket's name: each worker keeps its model
     assert len(str(deep.index_dir / SOCKET_NAME)) > 108
+
+
+def test_a_process_that_stops_answering_is_killed_and_started_again(
+    pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A process that hangs does not exit: the supervisor's probe finds it.
+    SIGSTOP holds it, whatever the machine's speed; the probe's period is the
+    test's patience (a stopped process never answers, however long it is given)."""
+    monkeypatch.setattr(model_process, "PROBE_SECONDS", 0.2)
+    monkeypatch.setattr(model_process, "PROBE_TIMEOUT_SECONDS", 2.0)
+    settings = Settings(index_dir=tmp_path, vector_search=True, model_dir=pack)
+    process = ModelProcess(settings, socket_folder(settings) or tmp_path)
+    process.start()
+    try:
+        embedder = load_configured_embedder(client_settings(process))
+        stopped = process.process
+        assert stopped is not None
+        os.kill(stopped.pid, signal.SIGSTOP)
+        eventually(lambda: process.starts >= 2, timeout=WAIT_SECONDS)
+        assert stopped.wait(WAIT_SECONDS) == -signal.SIGKILL
+
+        def answers_again() -> bool:
+            try:
+                return embedder.embed_query("résilience").shape == (384,)
+            except EmbedderUnavailable:
+                return False
+
+        eventually(answers_again, timeout=WAIT_SECONDS)
+    finally:
+        process.stop()
+
+
+def test_a_failed_start_is_tried_again(running: ModelProcess, monkeypatch: pytest.MonkeyPatch):
+    """Fork failing once (EAGAIN after the OOM killer took the process) does
+    not end the restarts: the thread that would start it again is the one that failed."""
+    popen = subprocess.Popen
+    failures: list[int] = []
+
+    def fails_once(*args: object, **kwargs: object) -> object:
+        if not failures:
+            failures.append(1)
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return popen(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("notarium_search.model_process.subprocess.Popen", fails_once)
+    first = running.process
+    assert first is not None
+    os.kill(first.pid, signal.SIGKILL)
+    eventually(lambda: running.starts == 2, timeout=WAIT_SECONDS)
+    assert failures == [1]
+    embedder = load_configured_embedder(client_settings(running))
+    assert embedder.embed_query("résilience").shape == (384,)
+
+
+def test_a_worker_refuses_vectors_of_a_model_it_did_not_start_with(pack: Path, tmp_path: Path):
+    """The pack replaced on disk while the service runs, then the process
+    restarted: its vectors would be stored as the old model's."""
+    copy = tmp_path / "pack"
+    shutil.copytree(pack, copy)
+    settings = Settings(index_dir=tmp_path, vector_search=True, model_dir=copy)
+    process = ModelProcess(settings, socket_folder(settings) or tmp_path)
+    process.start()
+    try:
+        embedder = load_configured_embedder(client_settings(process))
+        assert embedder.embed_query("résilience").shape == (384,)
+        described = json.loads((copy / "model.json").read_text())
+        (copy / "model.json").write_text(json.dumps({**described, "pooling": "cls"}))
+        first = process.process
+        assert first is not None
+        os.kill(first.pid, signal.SIGKILL)
+        eventually(lambda: process.starts == 2, timeout=WAIT_SECONDS)
+
+        def refused() -> bool:
+            try:
+                embedder.embed_query("résilience")
+            except EmbedderUnreachable:
+                return False  # not answering yet
+            except EmbedderUnavailable as exc:
+                return "another model" in str(exc)
+            return False
+
+        eventually(refused, timeout=WAIT_SECONDS)
+    finally:
+        process.stop()
