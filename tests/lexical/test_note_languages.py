@@ -6,9 +6,12 @@ each note scored, highlighted and listed in its own."""
 from __future__ import annotations
 
 import pytest
+import tantivy
+from tantivy import Occur, Query
 
 from notarium_search.index.folder import index_fingerprint
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical.query import build_query, build_query_across, in_language
 from notarium_search.notes.language import MIN_LETTERS, declared, detect, note_language
 from notarium_search.service import Service
 from notarium_search.settings import ConfigError, Settings, SpaceConfig, load_settings
@@ -215,5 +218,43 @@ def test_a_query_is_matched_by_each_language_s_stems(vault: Vault):
     try:
         assert ids(service.search("notes", "happy ", NO_FILTER, 10)) == ["joy.md"]
         assert ids(service.search("notes", "happy ailes ", NO_FILTER, 10)) == ["avion.md", "joy.md"]
+    finally:
+        service.stop()
+
+
+def test_clauses_alike_in_every_language_are_asked_once_with_the_same_scores(vault: Vault):
+    """A word that stems alike in French and English ("pitch", "lift") is
+    asked once, outside the language filters (half the cost of a filtered
+    clause: lexical/query.py); the notes and their scores are those of each
+    language's whole query in its filter."""
+    service = auto_space(vault)
+    try:
+        index = service.space("notes").lexical
+        searcher = index.searcher()
+        ranking = service.settings.ranking
+        schema = index.schema
+
+        def both(text: str) -> tuple[tantivy.Query, tantivy.Query]:
+            plans = lexical._plans(index, searcher, text)
+            across = [(p, frozenset[str]()) for p in plans]
+            whole = [in_language(build_query(p, schema, ranking, a), p.language, schema) for p, a in across]
+            return Query.boolean_query([(Occur.Should, q) for q in whole]), build_query_across(across, schema, ranking)
+
+        whole, split = both("pitch pilotes")
+        french, english = (
+            repr(build_query(p, schema, ranking, frozenset())).count('"pitch"')
+            for p in lexical._plans(index, searcher, "pitch pilotes")
+        )
+        # French adds the word as written and near the next one (LANGUAGE_BOOSTS), English nothing more.
+        assert french > english > 0
+        assert repr(whole).count('"pitch"') == french + english
+        assert repr(split).count('"pitch"') == french  # the clauses alike once, not once per language
+        for text in ("pitch pilotes", "wings lift", "les ailes", "running boats wind", "pilot -wing", '"the wings"'):
+            whole, split = both(text)
+            expected = searcher.search(whole, 10, count=False).hits
+            found = searcher.search(split, 10, count=False).hits
+            assert [(a.segment_ord, a.doc) for _, a in found] == [(a.segment_ord, a.doc) for _, a in expected], text
+            assert [s for s, _ in found] == pytest.approx([s for s, _ in expected], rel=1e-6), text
+            assert expected, text
     finally:
         service.stop()
