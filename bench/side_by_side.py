@@ -8,9 +8,11 @@ ROOT holds one space (`s`) of bench/perf_lexical.py's vault (50,000 notes
 for the issue's table); INDEX is an index folder of that space whose
 vectors were embedded with `--model` (`notarium-search index s` with
 VECTOR_SEARCH=1: over an hour at 50,000 notes on 2 cores, so they are made
-once and copied). A tree is a source checkout put first on PYTHONPATH,
+once and copied); without `--vectors` (and `--model`), only the lexical tier
+is measured. A tree is a source checkout put first on PYTHONPATH,
 then `,KEY=VALUE` settings of its own. Each tree gets its own lexical index
-(built here by that tree: schemas differ between commits) and a copy of the
+(built here by that tree: schemas differ between commits; its first index
+of ROOT is timed, process start to exit) and a copy of the
 vectors (their format and fingerprint are the same across the trees
 compared; a tree that disagreed would re-embed and never get ready).
 
@@ -120,8 +122,10 @@ def tree_env(tree: Tree, root: Path, index: Path, extra: dict[str, str]) -> dict
     }
 
 
-def index_lexically(tree: Tree, root: Path, index: Path) -> None:
+def index_lexically(tree: Tree, root: Path, index: Path) -> float:
+    """A first lexical index of `root` into `index`: its seconds, process start to exit."""
     env = tree_env(tree, root, index, {"VECTOR_SEARCH": "0"})
+    started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "notarium_search", "index", SPACE],
         cwd=tree.path,
@@ -131,6 +135,7 @@ def index_lexically(tree: Tree, root: Path, index: Path) -> None:
     )
     if done.returncode != 0:
         raise SystemExit(f"{tree.name}: index failed: {done.stderr.decode(errors='replace')[-2000:]}")
+    return time.perf_counter() - started
 
 
 def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
@@ -139,10 +144,15 @@ def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
     for tree in trees:
         if tree.path in made:
             tree.index, tree.cli_index = made[tree.path].index, made[tree.path].cli_index
+            tree.results["first_index"] = made[tree.path].results["first_index"]
             continue
         tree.index, tree.cli_index = work / tree.name / "index", work / tree.name / "cli-index"
-        index_lexically(tree, args.root, tree.index)
-        shutil.copytree(args.vectors / SPACE / "vectors", tree.index / SPACE / "vectors")
+        seconds = index_lexically(tree, args.root, tree.index)
+        notes = sum(1 for _ in (args.root / SPACE).rglob("*.md"))
+        tree.results["first_index"] = {"seconds": round(seconds, 1), "notes_per_s": round(notes / seconds)}
+        print(json.dumps({"tree": tree.name, "first_index": tree.results["first_index"]}), flush=True)
+        if args.vectors is not None:
+            shutil.copytree(args.vectors / SPACE / "vectors", tree.index / SPACE / "vectors")
         index_lexically(tree, args.cli_root, tree.cli_index)
         made[tree.path] = tree
 
@@ -156,7 +166,7 @@ def serve(tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], log
             "NOTARIUM_PORT": str(args.port),
             "NOTARIUM_WATCH": "0",
             "NOTARIUM_RATE_LIMIT": "0",
-            "NOTARIUM_MODEL_DIR": str(args.model),
+            **({"NOTARIUM_MODEL_DIR": str(args.model)} if args.model is not None else {}),
             **MODES[mode],
         },
     )
@@ -236,6 +246,18 @@ def semantic_build(tree: Tree, args: argparse.Namespace, work: Path) -> dict[str
     return result
 
 
+def semantic_builds(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
+    for tree in trees:
+        tree.results["build"] = semantic_build(tree, args, work)
+        print(json.dumps({"tree": tree.name, "build": tree.results["build"]}), flush=True)
+    vault_fragments = saved_fragments(args.vectors)
+    for tree in trees:
+        build = tree.results["build"]
+        assert isinstance(build, dict)
+        build["vault_fragments"] = vault_fragments
+        build["vault_minutes"] = round(vault_fragments / build["fragments_per_s"] / 60, 2)
+
+
 def saved_fragments(index: Path) -> int:
     """How many fragments the vectors of `index` hold: the vault's, which a
     first embedding embeds (projected from a build's fragments/s, since
@@ -296,6 +318,7 @@ def table(trees: list[Tree]) -> str:
         ]
 
     rows: list[tuple[str, list[object]]] = [
+        ("first lexical index of the vault (`index`): s / notes/s", _first_index(trees)),
         ("lexical over HTTP, 16 clients (q/s)", served("lexical", "many_clients", "qps")),
         ("lexical over HTTP, 1 client: p50 / p99 (ms)", _pair(trees, "lexical")),
         ("hybrid over HTTP, 16 clients (q/s)", served("hybrid", "many_clients", "qps")),
@@ -316,6 +339,10 @@ def table(trees: list[Tree]) -> str:
     return "\n".join(lines)
 
 
+def _first_index(trees: list[Tree]) -> list[object]:
+    return [f"{_cell(t, 'first_index', 'seconds')} / {_cell(t, 'first_index', 'notes_per_s')}" for t in trees]
+
+
 def _pair(trees: list[Tree], mode: str) -> list[object]:
     return [f"{_cell(t, mode, 'one_client', 'p50_ms')} / {_cell(t, mode, 'one_client', 'p99_ms')}" for t in trees]
 
@@ -323,10 +350,12 @@ def _pair(trees: list[Tree], mode: str) -> list[object]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, required=True, help="NOTARIUM_SPACES_ROOT of the vault (space s)")
-    parser.add_argument("--vectors", type=Path, required=True, help="an index folder with the vault's vectors")
+    parser.add_argument(
+        "--vectors", type=Path, help="an index folder with the vault's vectors (without: the lexical tier only)"
+    )
     parser.add_argument("--cli-root", type=Path, required=True, help="a vault (space s) for the CLI search")
     parser.add_argument("--tree", action="append", required=True, help="NAME=PATH[,KEY=VALUE...] (repeat)")
-    parser.add_argument("--model", type=Path, required=True, help="the pack the vectors were made with")
+    parser.add_argument("--model", type=Path, help="the pack the vectors were made with (with --vectors)")
     parser.add_argument("--modes", default=",".join(MODES), help="channel sets served, comma-separated")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -341,6 +370,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, help="the results as JSON")
     parser.add_argument("--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval")
     args = parser.parse_args(argv)
+    if (args.vectors is None) != (args.model is None):
+        parser.error("--vectors and --model go together")
+    if args.vectors is None:
+        args.modes = "lexical"
     trees = [parse_tree(text) for text in args.tree]
     texts = questions(args.eval_dir)
     paths = [f"/spaces/{{space}}/search?{urllib.parse.urlencode({'q': q, 'limit': 10})}" for q in texts]
@@ -353,19 +386,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for tree in trees:
                 tree.results[mode] = serve(tree, mode, args, paths, work)
                 print(json.dumps({"tree": tree.name, "mode": mode, **tree.results[mode]}), flush=True)  # type: ignore[dict-item]
-        for tree in trees:
-            tree.results["build"] = semantic_build(tree, args, work)
-            print(json.dumps({"tree": tree.name, "build": tree.results["build"]}), flush=True)
-        vault_fragments = saved_fragments(args.vectors)
-        for tree in trees:
-            build = tree.results["build"]
-            assert isinstance(build, dict)
-            build["vault_fragments"] = vault_fragments
-            build["vault_minutes"] = round(vault_fragments / build["fragments_per_s"] / 60, 2)
+        if args.vectors is not None:
+            semantic_builds(trees, args, work)
         cli_search(trees, args)
         print(json.dumps({t.name: t.results["cli_search_ms"] for t in trees}), flush=True)
         distinct = {tree.path: tree for tree in reversed(trees)}.values()  # a tree's variants embed alike
-        remote = {tree.name: remote_embedding(tree, args) for tree in distinct}
+        remote = {tree.name: remote_embedding(tree, args) for tree in distinct} if args.vectors is not None else {}
     report = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(began)),
