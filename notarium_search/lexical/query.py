@@ -158,7 +158,10 @@ def _analyse(analyzers: Analyzers, text: str) -> tuple[tuple[str | None, str, st
 
 
 def build_query_across(
-    plans: Sequence[tuple[QueryPlan, frozenset[str]]], schema: tantivy.Schema, ranking: RankingConfig
+    plans: Sequence[tuple[QueryPlan, frozenset[str]]],
+    schema: tantivy.Schema,
+    ranking: RankingConfig,
+    majority: str | None = None,
 ) -> Query:
     """The ranked query of a space whose notes are in several languages: each
     plan (the query analysed in one language, with its absent stems) matched
@@ -176,15 +179,25 @@ def build_query_across(
     bench vault (French and English notes, the bench's questions, 73 % of
     whose words stem alike in both) Tantivy's part of a query went 2.93 → 2.26 ms.
     With a quoted phrase or an exclusion (required and forbidden clauses),
-    each plan stays whole in its filter."""
+    each plan stays whole in its filter.
+
+    `majority`: the language of more than half the notes, if one is: its
+    filter is "none of the other plans' languages" (in_language), the same
+    notes since every note is in the language of one plan."""
     if len(plans) == 1:
         return build_query(plans[0][0], schema, ranking, plans[0][1])
     whole = any(u.phrase or u.excluded for p, _ in plans for u in p.units)
     grouped = [] if whole else [(p.language, _ranked_clauses(p, schema, ranking, a)) for p, a in plans]
     keys = [Counter(key for key, _ in groups) for _, groups in grouped]
     common = functools.reduce(operator.and_, keys) if keys else Counter()
+    languages = [p.language for p, _ in plans]
+
+    def only(query: Query, language: str) -> Query:
+        others = [other for other in languages if other != language] if language == majority else ()
+        return in_language(query, language, schema, others)
+
     if not common:
-        each = [in_language(build_query(p, schema, ranking, a), p.language, schema) for p, a in plans]
+        each = [only(build_query(p, schema, ranking, a), p.language) for p, a in plans]
         return Query.boolean_query([(Occur.Should, query) for query in each])
     shared, _ = _take(grouped[0][1], common)
     clauses = [(Occur.Should, query) for query in shared]
@@ -192,7 +205,7 @@ def build_query_across(
         _, own = _take(groups, common)
         if own:
             only_here = Query.boolean_query([(Occur.Should, query) for query in own])
-            clauses.append((Occur.Should, in_language(only_here, language, schema)))
+            clauses.append((Occur.Should, only(only_here, language)))
     return Query.boolean_query(clauses)
 
 
@@ -211,8 +224,18 @@ def _take(groups: list[tuple[Hashable, list[Query]]], common: Counter[Hashable])
     return taken, rest
 
 
-def in_language(query: Query, language: str, schema: tantivy.Schema) -> Query:
-    """`query` over the notes of one language: the filter adds nothing to the score."""
+def in_language(query: Query, language: str, schema: tantivy.Schema, others: Sequence[str] = ()) -> Query:
+    """`query` over the notes of one language: the filter adds nothing to the score.
+
+    `others`: every other language a note may be in, for a language most
+    notes are in: "in none of those" selects the same notes, and Tantivy
+    skips the few notes a short list names faster than it checks a long list
+    for each candidate. On the 50,000-note bench vault (42,553 French notes,
+    7,447 English), the French plan's part excluding the English notes
+    instead of requiring French ones: a query 2.28 → 1.99-2.05 ms."""
+    if others:
+        excluded = [(Occur.MustNot, Query.term_query(schema, LANGUAGE_FIELD, other)) for other in others]
+        return Query.boolean_query([(Occur.Must, query), *excluded])
     only = Query.const_score_query(Query.term_query(schema, LANGUAGE_FIELD, language), 0.0)
     return Query.boolean_query([(Occur.Must, only), (Occur.Must, query)])
 

@@ -85,7 +85,8 @@ def search(
         for language, terms in absent.items()
     }
     across = [(p, absent_stems[p.language]) for p in plans]
-    query = _with_filters(build_query_across(across, index.schema, ranking), filters, index.schema)
+    majority = index.majority(searcher, [p.language for p in plans])
+    query = _with_filters(build_query_across(across, index.schema, ranking, majority), filters, index.schema)
     result = searcher.search(query, limit, count=False)
     read: dict[tuple[int, int], bytes] = {}  # the stored notes _named read, not read twice
     named = _named(index, searcher, text, plans, filters, min(limit, NAMED_NOTES), read)[:limit]

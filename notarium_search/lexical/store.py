@@ -8,7 +8,7 @@ searcher replaced) so that results are fresh at once.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -110,6 +110,15 @@ class LexicalIndex:
             return self.languages
         found = tuple(lang for lang in self.languages if searcher.doc_freq(LANGUAGE_FIELD, lang) > 0)
         return found or self.languages[:1]
+
+    def majority(self, searcher: tantivy.Searcher, present: Sequence[str]) -> str | None:
+        """The language among `present` of more than half the notes `searcher`
+        sees (deleted ones not yet merged away count: a choice of filter, not of notes)."""
+        if len(present) < 2:
+            return None
+        counts = {lang: searcher.doc_freq(LANGUAGE_FIELD, lang) for lang in present}
+        language = max(counts, key=counts.__getitem__)
+        return language if 2 * counts[language] > sum(counts.values()) else None
 
     def reload(self, keep_if_emptied: bool = False) -> bool:
         """See the last commit (and finished merges) from now on; returns

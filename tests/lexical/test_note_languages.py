@@ -252,9 +252,13 @@ def test_clauses_alike_in_every_language_are_asked_once_with_the_same_scores(vau
         for text in ("pitch pilotes", "wings lift", "les ailes", "running boats wind", "pilot -wing", '"the wings"'):
             whole, split = both(text)
             expected = searcher.search(whole, 10, count=False).hits
-            found = searcher.search(split, 10, count=False).hits
-            assert [(a.segment_ord, a.doc) for _, a in found] == [(a.segment_ord, a.doc) for _, a in expected], text
-            assert [s for s, _ in found] == pytest.approx([s for s, _ in expected], rel=1e-6), text
             assert expected, text
+            # The majority's filter as "no other language" (3 English notes of 4): the same notes.
+            plans = [(p, frozenset[str]()) for p in lexical._plans(index, searcher, text)]
+            assert index.majority(searcher, [p.language for p, _ in plans]) == "en"
+            for query in (split, build_query_across(plans, schema, ranking, "en")):
+                found = searcher.search(query, 10, count=False).hits
+                assert [(a.segment_ord, a.doc) for _, a in found] == [(a.segment_ord, a.doc) for _, a in expected]
+                assert [s for s, _ in found] == pytest.approx([s for s, _ in expected], rel=1e-6), text
     finally:
         service.stop()
