@@ -9,7 +9,6 @@ touched-but-identical files are read and hashed but not re-indexed.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 import time
@@ -17,22 +16,23 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+import tantivy
+
+from notarium_search.index import parse_ahead
 from notarium_search.index.manifest import Entry, Manifest, named_skipped
-from notarium_search.index.quarantine import Marks, read_budget
+from notarium_search.index.note_reader import Later, NoteReader, Read, Skip
+from notarium_search.index.parse_ahead import NoteHead, ParseAhead, file_time
+from notarium_search.index.quarantine import Marks
 from notarium_search.index.survey import Pending, survey, to_read
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.logsetup import get_logger
-from notarium_search.notes import formats
 from notarium_search.notes.collection import CollectionRules
-from notarium_search.notes.parse import NotANote, ReadLater
 from notarium_search.notes.scan import (
-    OutsideSpace,
     check_root,
-    open_note,
     stat_paths,
 )
 from notarium_search.settings import Settings, SpaceConfig
-from notarium_search.storage.faults import IndexFolderMissing, StorageFault, stop_if_short
+from notarium_search.storage.faults import IndexFolderMissing, StorageFault
 from notarium_search.types import IndexProgress, IndexState, ParsedNote, SourceFile
 
 # Errors that stop a pass at once, leaving what is committed as it is: the
@@ -50,7 +50,8 @@ log = get_logger(__name__)
 @dataclass(slots=True)
 class _Read:
     entry: Entry
-    note: ParsedNote | None
+    note: ParsedNote | NoteHead | None  # None: not a note
+    document: tantivy.Document | None = None  # the note's, made ahead (a head always has one)
 
 
 class SpaceIndexer:
@@ -63,7 +64,7 @@ class SpaceIndexer:
         self.manifest = manifest
         self.progress = IndexProgress()
         self._count_skipped()
-        self.collections = CollectionRules(config.collections)
+        self.reader = NoteReader(config.name, settings, CollectionRules(config.collections))
         # What the next commit writes, recorded before it (see index/manifest.py).
         self._touched_ids: set[str] = set()
         self._touched_paths: set[str] = set()
@@ -74,9 +75,9 @@ class SpaceIndexer:
         self._work: list[SourceFile] = []  # the files the current pass reads, in path order
         self._unread_elsewhere = 0  # files an unfinished pass left that this one does not survey
         self._done_at_commit = 0  # files the current pass had read at its last commit
-        self._root_real = ""  # the space folder's real path, resolved once per pass (open_note)
         self._marks: Marks | None = None  # the note being read, for the next process if this one dies
         self.clock: Callable[[], float] = time.thread_time  # the CPU each note's read takes (tests inject it)
+        self._ahead: ParseAhead | None = None  # the current pass's notes parsed in other processes
 
     def reconcile(
         self,
@@ -91,7 +92,7 @@ class SpaceIndexer:
         Raises scan.SpaceUnavailable, before anything is touched, when the
         space's folder is not there: its notes are unknown, not deleted."""
         check_root(self.config.path)
-        self._root_real = os.path.realpath(self.config.path)
+        self.reader.root_real = os.path.realpath(self.config.path)
         if self.lexical.folder_missing:
             # Deleted under the running service: commits could no longer land (and
             # one with nothing to write would not even fail): the space is rebuilt.
@@ -187,17 +188,23 @@ class SpaceIndexer:
         last_commit = time.monotonic()
         interval = FIRST_COMMIT_SECONDS
         pending = len(surveyed.gone)
-        for source in self._work:  # grows when a note must be read again (see _demote)
-            if stop is not None and stop.is_set():
-                break
-            pending += self._apply_isolated(source, owners, progress)
-            progress.done += 1
-            if pending >= self.settings.commit_every or (pending and time.monotonic() - last_commit > interval):
-                self._commit(progress)
-                pending, last_commit = 0, time.monotonic()
-                interval = min(interval * 2, MAX_COMMIT_SECONDS)
-            if on_progress is not None:
-                on_progress(progress)
+        self._ahead = self._start_parse_ahead()
+        try:
+            for index, source in enumerate(self._work):  # grows when a note must be read again (see _demote)
+                if stop is not None and stop.is_set():
+                    break
+                pending += self._apply_isolated(index, source, owners, progress)
+                progress.done += 1
+                if pending >= self.settings.commit_every or (pending and time.monotonic() - last_commit > interval):
+                    self._commit(progress)
+                    pending, last_commit = 0, time.monotonic()
+                    interval = min(interval * 2, MAX_COMMIT_SECONDS)
+                if on_progress is not None:
+                    on_progress(progress)
+        finally:
+            if self._ahead is not None:
+                self._ahead.close()
+                self._ahead = None
         self._commit(progress)
         # A note moved (same frontmatter id, new path) was deleted and re-added in
         # this pass: later stages keep its vectors and links instead of redoing them.
@@ -213,14 +220,25 @@ class SpaceIndexer:
             files=len(surveyed.files), changed=len(to_read(self.manifest, surveyed.files)), gone=len(surveyed.gone)
         )
 
-    def _apply_isolated(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
+    def _start_parse_ahead(self) -> ParseAhead | None:
+        processes = self.settings.parse_processes or parse_ahead.cores()
+        return parse_ahead.start(
+            self._work,
+            processes,
+            self.reader.root_real,
+            self.lexical.languages,
+            self.config.collections,
+            lambda source: self.reader.job_for(source, self._reading_marks()),
+        )
+
+    def _apply_isolated(self, index: int, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
         """One bad file never stops the scan: an unexpected error skips it; a
         note the process died reading is marked, and set aside once it has
         done so QUARANTINE_STRIKES times (index/quarantine.py)."""
         marks = self._reading_marks()
         marks.reading(source)
         try:
-            return self._apply(source, owners, progress)
+            return self._apply(index, source, owners, progress)
         except PASS_STOPPERS:
             raise  # the index, the writer or the machine, not this file: the pass stops and is retried
         except Exception as exc:  # logged with its traceback; the file is retried next pass
@@ -236,10 +254,10 @@ class SpaceIndexer:
             self._marks = Marks(self.manifest.path.parent, self.config.name)
         return self._marks
 
-    def _apply(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
-        """Index one changed file; returns how many index writes it caused."""
+    def _apply(self, index: int, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> int:
+        """Index the pass's `index`th file; returns how many index writes it caused."""
         previous = self.manifest.entries.get(source.path)
-        read = self._read(source, owners, progress)
+        read = self._read(index, source, owners, progress)
         if read is None:
             return 0
         self.manifest.entries[source.path] = read.entry
@@ -247,7 +265,7 @@ class SpaceIndexer:
             previous is not None
             and previous.digest == read.entry.digest
             and previous.note_id == read.entry.note_id
-            and (read.note is None or read.note.updated != _file_time(source))
+            and (read.note is None or read.note.updated != file_time(source))
         ):
             return 0  # touched, not changed (a note dated by its file's time did change: its date)
         previous_id = previous.note_id if previous is not None else None
@@ -260,7 +278,11 @@ class SpaceIndexer:
                 progress.deleted_ids.add(previous_id)
                 self._read_claimants(previous_id, progress)
             return 1 if previous_id else 0
-        self.lexical.upsert(read.note, previous_id)
+        if read.document is not None:
+            self.lexical.upsert_document(read.note.id, read.document, previous_id)
+        else:
+            assert isinstance(read.note, ParsedNote)
+            self.lexical.upsert(read.note, previous_id)
         if previous_id is not None and previous_id != read.note.id:
             owners.pop(previous_id, None)
             progress.deleted_ids.add(previous_id)
@@ -270,55 +292,15 @@ class SpaceIndexer:
         progress.changed_ids.add(read.note.id)
         return 1
 
-    def _read(self, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> _Read | None:
-        fmt = formats.for_path(source.path)
-        if fmt is None:  # only an `include` naming other files gets here; never read as another format
-            why = formats.unread_reason(source.path)
-            return self._skip_read(Entry(source.mtime_ns, source.size, "", None), progress, source.path, why)
-        set_aside = self._reading_marks().quarantined(source)
-        if set_aside is not None:
-            return self._skip_read(Entry(source.mtime_ns, source.size, "", None), progress, source.path, set_aside)
-        limit = formats.byte_limit(fmt, self.settings.max_file_bytes)
-        too_big = source.size > limit
-        if too_big and fmt.max_bytes is not None:  # the format needs whole files: never cut one
-            why = f"larger than {limit} bytes, the most a {fmt.name} file is read at ({source.size})"
-            return self._skip_read(Entry(source.mtime_ns, source.size, "", None), progress, source.path, why)
-        try:
-            with open_note(self._root_real, source.path) as handle:
-                raw = handle.read(limit if too_big else -1)
-        except OutsideSpace as exc:  # swapped for a symlink out of the space since the scan
-            return self._skip_read(
-                Entry(source.mtime_ns, source.size, "", None), progress, source.path, str(exc.strerror)
-            )
-        except OSError as exc:  # vanished or unreadable: retried at the next reconcile
-            stop_if_short(exc, source.path)
-            self._skip(progress, source.path, f"cannot read: {exc.strerror}")
+    def _read(self, index: int, source: SourceFile, owners: dict[str, str], progress: IndexProgress) -> _Read | None:
+        ahead = self._ahead.parsed(index, source) if self._ahead is not None else None
+        read = self.reader.read(source, self._reading_marks(), self.clock, ahead)
+        if isinstance(read, Skip):
+            return self._skip_read(read.entry, progress, source.path, read.reason)
+        if isinstance(read, Later):
+            self._skip(progress, source.path, read.reason)
             return None
-        digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
-        entry = Entry(source.mtime_ns, source.size, digest, None)
-        if too_big and self.settings.oversize == "skip":
-            return self._skip_read(
-                entry, progress, source.path, f"larger than max_file_bytes ({source.size} > {limit})"
-            )
-        started = self.clock()
-        try:
-            note = born(fmt.read(raw, source.path, _file_time(source), truncated=too_big), source)
-        except NotANote as exc:
-            return self._skip_read(entry, progress, source.path, str(exc))
-        except ReadLater as exc:  # not the file's fault (a reader's process killed from outside): next pass
-            self._skip(progress, source.path, str(exc))
-            return None
-        if too_big:
-            log.warning("note_truncated", space=self.config.name, path=source.path, size=source.size, kept=limit)
-        took, budget = self.clock() - started, read_budget(source.size)
-        if took > budget:  # every edit and rebuild would pay it again
-            why = f"took {took:.1f} s to read (the budget is {budget:.1f} s): skipped until the file changes"
-            return self._skip_read(entry, progress, source.path, why)
-        collections = self.collections.member_of(source.path)
-        if collections:
-            note = replace(note, collections=collections, chunking=self.collections.chunking_for(collections))
-        for warning in note.warnings:
-            log.warning("note_warning", space=self.config.name, path=source.path, warning=warning)
+        note, digest = read.note, read.entry.digest
         owner = owners.get(note.id)
         if owner is not None and owner != source.path and source.path < owner:
             self._demote(owner, note.id, source.path, progress)
@@ -326,12 +308,21 @@ class SpaceIndexer:
         elif owner is not None and owner != source.path:
             # Indexed under its path instead, unless another note already has that path as its id.
             if note.id == source.path or owners.get(source.path, source.path) != source.path:
-                return self._skip_read(entry, progress, source.path, f"note id {note.id!r} already used by {owner}")
+                return self._skip_read(
+                    read.entry, progress, source.path, f"note id {note.id!r} already used by {owner}"
+                )
             log.warning("duplicate_note_id", space=self.config.name, path=source.path, id=note.id, owner=owner)
+            if not isinstance(note, ParsedNote):  # parsed ahead: its document says its id, the whole note is needed
+                again = self.reader.read(source, self._reading_marks(), self.clock)
+                if not isinstance(again, Read) or again.note.id != note.id:  # changed meanwhile: the next pass
+                    self._skip(progress, source.path, "changed while it was read")
+                    return None
+                note, digest = again.note, again.entry.digest
+            assert isinstance(note, ParsedNote)
             claimed = note.id
             note = replace(note, id=source.path)
             return _Read(Entry(source.mtime_ns, source.size, digest, note.id, claimed_id=claimed), note)
-        return _Read(Entry(source.mtime_ns, source.size, digest, note.id), note)
+        return _Read(Entry(source.mtime_ns, source.size, digest, note.id), note, read.document)
 
     def _demote(self, holder: str, note_id: str, winner: str, progress: IndexProgress) -> None:
         """`winner`'s path sorts before `holder`'s, and both ask for `note_id`:
@@ -419,20 +410,3 @@ class SpaceIndexer:
         skipped = self.manifest.skipped()
         self.skipped_total = len(skipped)
         self.skipped_notes = named_skipped(skipped)
-
-
-def born(note: ParsedNote, source: SourceFile) -> ParsedNote:
-    """The note created when its file was, where the platform says when
-    (scan.birth_ns) and the note's dates come from its file (its frontmatter
-    has none: a written `updated` is its `created` too, as before). Never
-    after its `updated`, the file's modification time: a file written over
-    in place keeps its birth time, one replaced by a new file does not."""
-    if source.birth_ns is None or note.created_from != "file":
-        return note
-    birth = datetime.fromtimestamp(source.birth_ns / 1e9, tz=UTC)
-    return replace(note, created=birth, created_from="file") if birth < note.updated else note
-
-
-def _file_time(source: SourceFile) -> datetime:
-    """The file's modification time: a note's date when its frontmatter has none."""
-    return datetime.fromtimestamp(source.mtime_ns / 1e9, tz=UTC)

@@ -189,13 +189,18 @@ class LexicalIndex:
             raise self._failure(what, exc) from exc
 
     def upsert(self, note: ParsedNote, previous_id: str | None = None) -> None:
-        doc = to_document(note, self.languages)
+        """Index `note` in place of `previous_id`'s (or of its own id's)."""
+        self.upsert_document(note.id, to_document(note, self.languages), previous_id)
+
+    def upsert_document(self, note_id: str, document: tantivy.Document, previous_id: str | None = None) -> None:
+        """`upsert` with the note's document made already (schema.to_document,
+        in a process parsing ahead: index/parse_ahead.py)."""
 
         def step(writer: tantivy.IndexWriter) -> None:
-            writer.delete_documents_by_term("id", previous_id or note.id)
-            if previous_id is not None and previous_id != note.id:
-                writer.delete_documents_by_term("id", note.id)
-            writer.add_document(doc)
+            writer.delete_documents_by_term("id", previous_id or note_id)
+            if previous_id is not None and previous_id != note_id:
+                writer.delete_documents_by_term("id", note_id)
+            writer.add_document(document)
 
         self._write("index a note", step)
 

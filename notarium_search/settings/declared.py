@@ -377,6 +377,10 @@ class Settings:
     """At most this many notes between two commits
     while a space builds (commits also come after 2 s, then at doubling
     intervals), so search answers from what is indexed so far."""
+    parse_processes: Annotated[int, Env("NOTARIUM_PARSE_PROCESSES"), Meta(ge=0, le=64)] = 0
+    """Processes that parse notes while a pass reads 512 files or more (a
+    first index, a rebuild); 0 = one per core, 1 = the writer parses alone.
+    They exist during that pass only (~50 MiB each)."""
     vector_search: Annotated[bool, Env("VECTOR_SEARCH")] = False
     """Enable the semantic channel (needs `model_dir`)."""
     model_dir: Annotated[Path | None, Env("NOTARIUM_MODEL_DIR")] = None

@@ -1,0 +1,140 @@
+"""One file of a pass, read into a note: SpaceIndexer's "read + parse" stage.
+
+The file is opened safely (scan.open_note), bounded in size, hashed, parsed
+by its format and timed against its budget (index/quarantine.py) — on the
+writer thread, or taken from a process that did the same ahead of it
+(index/parse_ahead.py). Which note id it gets among the space's is the
+indexer's business, not this stage's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import tantivy
+
+from notarium_search.index.manifest import Entry
+from notarium_search.index.parse_ahead import POOLED_FORMATS, Job, NoteHead, Parsed, born, file_time
+from notarium_search.index.quarantine import Marks, read_budget
+from notarium_search.lexical.schema import document
+from notarium_search.logsetup import get_logger
+from notarium_search.notes import formats
+from notarium_search.notes.collection import CollectionRules
+from notarium_search.notes.parse import NotANote, ReadLater
+from notarium_search.notes.scan import OutsideSpace, open_note
+from notarium_search.settings import Settings
+from notarium_search.storage.faults import stop_if_short
+from notarium_search.types import ParsedNote, SourceFile
+
+log = get_logger(__name__)
+
+
+@dataclass(slots=True)
+class Skip:
+    """Not indexed, recorded with its reason until the file changes."""
+
+    entry: Entry
+    reason: str
+
+
+@dataclass(slots=True)
+class Later:
+    """Not read now, not recorded: the next pass tries again."""
+
+    reason: str
+
+
+@dataclass(slots=True)
+class Read:
+    entry: Entry  # its note_id not yet set: the indexer decides it
+    note: ParsedNote | NoteHead  # a head: parsed in another process, `document` made there
+    document: tantivy.Document | None = None
+
+
+class NoteReader:
+    """Reads the files of one space for its writer."""
+
+    def __init__(self, space: str, settings: Settings, collections: CollectionRules) -> None:
+        self.space = space
+        self.settings = settings
+        self.collections = collections
+        self.root_real = ""  # the space folder's real path, resolved once per pass
+
+    def job_for(self, source: SourceFile, marks: Marks) -> Job | None:
+        """What a process may parse ahead for `source`: a built-in format's
+        file not set aside, that `read` will parse (not skipped for its size)."""
+        fmt = formats.for_path(source.path)
+        if fmt is None or not any(fmt is pooled for pooled in POOLED_FORMATS):
+            return None
+        limit = formats.byte_limit(fmt, self.settings.max_file_bytes)
+        too_big = source.size > limit
+        skipped_for_size = too_big and (fmt.max_bytes is not None or self.settings.oversize == "skip")
+        if skipped_for_size or marks.quarantined(source) is not None:
+            return None
+        return Job(source, limit)
+
+    def read(
+        self, source: SourceFile, marks: Marks, clock: Callable[[], float], ahead: Parsed | None = None
+    ) -> Read | Skip | Later:
+        """`source` read and parsed (`ahead`: what a process made of it, the
+        file read there with the same checks); `clock` times the parse."""
+        fmt = formats.for_path(source.path)
+        bare = Entry(source.mtime_ns, source.size, "", None)
+        if fmt is None:  # only an `include` naming other files gets here; never read as another format
+            return Skip(bare, formats.unread_reason(source.path))
+        set_aside = marks.quarantined(source)
+        if set_aside is not None:
+            return Skip(bare, set_aside)
+        limit = formats.byte_limit(fmt, self.settings.max_file_bytes)
+        too_big = source.size > limit
+        if too_big and fmt.max_bytes is not None:  # the format needs whole files: never cut one
+            return Skip(bare, f"larger than {limit} bytes, the most a {fmt.name} file is read at ({source.size})")
+        if ahead is not None:
+            entry = Entry(source.mtime_ns, source.size, ahead.digest, None)
+            if ahead.head is None:
+                return Skip(entry, ahead.not_a_note or "not a note")
+            read: Read | Skip | Later = Read(entry, ahead.head, document(ahead.parts) if ahead.parts else None)
+            took = ahead.cpu_seconds
+        else:
+            read, took = self._parse_here(fmt, source, limit, clock)
+        if not isinstance(read, Read):
+            return read
+        if too_big:
+            log.warning("note_truncated", space=self.space, path=source.path, size=source.size, kept=limit)
+        budget = read_budget(source.size)
+        if took > budget:  # every edit and rebuild would pay it again
+            why = f"took {took:.1f} s to read (the budget is {budget:.1f} s): skipped until the file changes"
+            return Skip(read.entry, why)
+        collections = self.collections.member_of(source.path)
+        if collections and isinstance(read.note, ParsedNote):  # a head has them from its process
+            chunking = self.collections.chunking_for(collections)
+            read.note = replace(read.note, collections=collections, chunking=chunking)
+        for warning in read.note.warnings:
+            log.warning("note_warning", space=self.space, path=source.path, warning=warning)
+        return read
+
+    def _parse_here(
+        self, fmt: formats.NoteFormat, source: SourceFile, limit: int, clock: Callable[[], float]
+    ) -> tuple[Read | Skip | Later, float]:
+        too_big = source.size > limit
+        try:
+            with open_note(self.root_real, source.path) as handle:
+                raw = handle.read(limit if too_big else -1)
+        except OutsideSpace as exc:  # swapped for a symlink out of the space since the scan
+            return Skip(Entry(source.mtime_ns, source.size, "", None), str(exc.strerror)), 0.0
+        except OSError as exc:  # vanished or unreadable: retried at the next reconcile
+            stop_if_short(exc, source.path)
+            return Later(f"cannot read: {exc.strerror}"), 0.0
+        entry = Entry(source.mtime_ns, source.size, hashlib.blake2b(raw, digest_size=16).hexdigest(), None)
+        if too_big and self.settings.oversize == "skip":
+            return Skip(entry, f"larger than max_file_bytes ({source.size} > {limit})"), 0.0
+        started = clock()
+        try:
+            note = born(fmt.read(raw, source.path, file_time(source), truncated=too_big), source)
+        except NotANote as exc:
+            return Skip(entry, str(exc)), 0.0
+        except ReadLater as exc:  # not the file's fault (a reader's process killed from outside): next pass
+            return Later(str(exc)), 0.0
+        return Read(entry, note), clock() - started

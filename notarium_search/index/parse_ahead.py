@@ -1,0 +1,256 @@
+"""Notes parsed ahead in worker processes while a pass reads many files.
+
+The writer thread did everything a note costs in Python — Markdown, the
+line anchors, the frontmatter, its language, its stems — about 1.4 ms a
+note, with the GIL held: at 50,000 notes on 2 cores the first index took
+67 s on one core (py-spy: Markdown 22 %, stems 18 %, language 15 %, line
+anchors 8 %, YAML 5 %). A pass that reads at least PARSE_AHEAD_MIN_FILES
+files hands that work to `parse_processes` spawned processes, a window of
+batches ahead of the writer, and takes their answers in path order.
+
+What a process returns is only a cache of what the writer would compute:
+the writer still opens, bounds and hashes every file itself (the checks of
+SpaceIndexer._read), uses an answer only when it was made from the same
+bytes (same digest), and parses on its own thread whatever has no answer —
+a format not built in (a plug-in registered in this process only), a file
+set aside, an error, a process that died (BrokenProcessPool: every later
+note is read on the writer thread, so that a note that kills its reader
+takes the writer down and is set aside by index/quarantine.py, as before).
+The writer marks each note before waiting for its answer, so a note that
+holds a process holds the writer under its own mark.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+from notarium_search.lexical.schema import DocumentParts, document_parts
+from notarium_search.logsetup import get_logger
+from notarium_search.notes import formats
+from notarium_search.notes.canvas import CANVAS
+from notarium_search.notes.collection import CollectionRules
+from notarium_search.notes.parse import MARKDOWN, NotANote
+from notarium_search.notes.scan import open_note
+from notarium_search.settings import CollectionConfig
+from notarium_search.types import ParsedNote, SourceFile
+
+# Below this many files a pass parses on the writer thread: a spawned
+# process takes ~0.5 s to start and import the parsers (the time of ~350
+# notes), and a watcher's pass reads one file.
+PARSE_AHEAD_MIN_FILES = 512
+# Files per task: one round trip through the pool's queues costs ~0.2 ms,
+# a note ~1.4 ms; 32 notes make it ~0.5 %.
+BATCH_FILES = 32
+# Batches asked for ahead of the writer, per process: enough that a process
+# never waits for the writer, few enough that the answers held (~3 times a
+# note's text each) stay a few MiB.
+BATCHES_AHEAD_PER_PROCESS = 4
+# The built-in formats whose read is pure and in process (notes/formats.py):
+# a PDF is read by its own child process under a budget, on the writer.
+POOLED_FORMATS = (MARKDOWN, CANVAS)
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    source: SourceFile
+    limit: int  # the most bytes read (formats.byte_limit)
+
+
+class NoteHead(NamedTuple):
+    """What the writer needs of a note parsed elsewhere, its document made
+    there. Not the whole ParsedNote: unpickling its nested dataclasses took
+    the writer's process ~0.24 ms a note (py-spy, 10,000 notes), a sixth of
+    what parsing it costs. A note the writer must change (its id taken by
+    another file) is parsed again on the writer's thread."""
+
+    id: str
+    updated: datetime
+    warnings: tuple[str, ...]
+    collections: tuple[str, ...]
+
+
+class Parsed(NamedTuple):
+    """A process's reading of one file (opened with scan.open_note's checks, like the writer's)."""
+
+    digest: str
+    head: NoteHead | None  # None: not a note, `not_a_note` says why
+    not_a_note: str | None
+    cpu_seconds: float  # the parse's CPU time in its process (the budget of index/quarantine.py)
+    parts: DocumentParts | None  # the note's document (schema.document builds it)
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+class ParseAhead:
+    """The answers for one pass's files (`sources`, in the order the writer
+    takes them). `job_for` says what to parse for a file, or None to leave
+    it to the writer; it is called when the file's batch is asked for."""
+
+    def __init__(
+        self,
+        executor: ProcessPoolExecutor,
+        processes: int,
+        sources: Sequence[SourceFile],
+        job_for: Callable[[SourceFile], Job | None],
+    ) -> None:
+        self._executor: ProcessPoolExecutor | None = executor
+        self._sources = tuple(sources)  # files added to the pass later are parsed by the writer
+        self._job_for = job_for
+        self._ahead = processes * BATCHES_AHEAD_PER_PROCESS
+        self._batches: dict[int, Future[list[Parsed | None]]] = {}
+        self._asked = 0  # batches asked for so far
+        self._answers: tuple[int, list[Parsed | None]] | None = None  # the batch being consumed
+
+    def parsed(self, index: int, source: SourceFile) -> Parsed | None:
+        """The answer for `source`, the pass's `index`th file, waiting for it
+        if needed; None when the writer must parse it itself."""
+        if self._executor is None or index >= len(self._sources) or self._sources[index] is not source:
+            return None  # a file added to the pass (read again): never asked for
+        batch = index // BATCH_FILES
+        try:
+            self._ask_until(batch + self._ahead)
+            if self._answers is None or self._answers[0] != batch:
+                future = self._batches.pop(batch, None)
+                if future is None:
+                    return None
+                self._answers = (batch, future.result())
+        except Exception as exc:  # noqa: BLE001 - a process died (BrokenProcessPool), an answer did not pickle
+            log.warning("parse_ahead_stopped", reason=f"{type(exc).__name__}: {exc}")
+            self.close()
+            return None
+        return self._answers[1][index % BATCH_FILES]
+
+    def _ask_until(self, last: int) -> None:
+        executor = self._executor
+        assert executor is not None
+        while self._asked <= last and self._asked * BATCH_FILES < len(self._sources):
+            first = self._asked * BATCH_FILES
+            jobs = [self._job_for(s) for s in self._sources[first : first + BATCH_FILES]]
+            self._batches[self._asked] = executor.submit(parse_batch, jobs)
+            self._asked += 1
+
+    def close(self) -> None:
+        """Stop the processes at once (an interrupted pass does not wait for
+        the batches asked ahead). Idempotent."""
+        executor, self._executor = self._executor, None
+        self._batches.clear()
+        self._answers = None
+        if executor is None:
+            return
+        workers = list(executor._processes.values()) if executor._processes else []
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in workers:
+            process.terminate()
+        for process in workers:  # SIGTERM ends them at once: nothing of theirs outlives the pass
+            process.join()
+
+
+def start(
+    sources: Sequence[SourceFile],
+    processes: int,
+    root_real: str,
+    languages: tuple[str, ...],
+    collections: Sequence[CollectionConfig],
+    job_for: Callable[[SourceFile], Job | None],
+) -> ParseAhead | None:
+    """A ParseAhead for the pass, or None: too few files, one process asked
+    for, or processes that cannot start here (logged)."""
+    if processes <= 1 or len(sources) < PARSE_AHEAD_MIN_FILES:
+        return None
+    try:
+        # spawn: the writer is a thread of a process with others (fork would
+        # copy their locks held); the processes import only the parsers.
+        executor = ProcessPoolExecutor(
+            max_workers=processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_process,
+            initargs=(root_real, languages, tuple(collections)),
+        )
+        ahead = ParseAhead(executor, processes, sources, job_for)
+        ahead._ask_until(0)  # starts a process now, before the writer needs it
+    except (OSError, ImportError, RuntimeError) as exc:  # no /dev/shm, no processes left: the writer parses alone
+        log.warning("parse_ahead_unavailable", reason=f"{type(exc).__name__}: {exc}")
+        return None
+    return ahead
+
+
+# --- in the worker processes ---------------------------------------------------
+
+_ROOT_REAL = ""
+_LANGUAGES: tuple[str, ...] = ()
+_COLLECTIONS = CollectionRules(())
+
+
+def _start_process(root_real: str, languages: tuple[str, ...], collections: tuple[CollectionConfig, ...]) -> None:
+    global _ROOT_REAL, _LANGUAGES, _COLLECTIONS
+    _ROOT_REAL, _LANGUAGES, _COLLECTIONS = root_real, languages, CollectionRules(collections)
+    # Dies with the writer's thread that started it: a writer killed must
+    # not leave processes parsing for nobody.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def parse_batch(jobs: list[Job | None]) -> list[Parsed | None]:
+    return [None if job is None else _parse(job) for job in jobs]
+
+
+def _parse(job: Job) -> Parsed | None:
+    """What SpaceIndexer._read computes from the file's bytes; None for
+    anything unexpected (the writer reads the file again and says why)."""
+    source = job.source
+    fmt = formats.for_path(source.path)
+    if fmt is None:
+        return None
+    too_big = source.size > job.limit
+    try:
+        with open_note(_ROOT_REAL, source.path) as handle:
+            raw = handle.read(job.limit if too_big else -1)
+        digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+        started = time.thread_time()
+        try:
+            note = born(fmt.read(raw, source.path, file_time(source), truncated=too_big), source)
+        except NotANote as exc:
+            return Parsed(digest, None, str(exc), time.thread_time() - started, None)
+        took = time.thread_time() - started
+        collections = _COLLECTIONS.member_of(source.path)
+        if collections:
+            note = replace(note, collections=collections, chunking=_COLLECTIONS.chunking_for(collections))
+        head = NoteHead(note.id, note.updated, tuple(note.warnings), note.collections)
+        return Parsed(digest, head, None, took, document_parts(note, _LANGUAGES))
+    except Exception:  # noqa: BLE001 - the writer reads it again: its error, logged there
+        return None
+
+
+# --- shared with the writer -----------------------------------------------------
+
+
+def born(note: ParsedNote, source: SourceFile) -> ParsedNote:
+    """The note created when its file was, where the platform says when
+    (scan.birth_ns) and the note's dates come from its file (its frontmatter
+    has none: a written `updated` is its `created` too, as before). Never
+    after its `updated`, the file's modification time: a file written over
+    in place keeps its birth time, one replaced by a new file does not."""
+    if source.birth_ns is None or note.created_from != "file":
+        return note
+    birth = datetime.fromtimestamp(source.birth_ns / 1e9, tz=UTC)
+    return replace(note, created=birth, created_from="file") if birth < note.updated else note
+
+
+def file_time(source: SourceFile) -> datetime:
+    """The file's modification time: a note's date when its frontmatter has none."""
+    return datetime.fromtimestamp(source.mtime_ns / 1e9, tz=UTC)

@@ -1,0 +1,186 @@
+"""Notes parsed ahead in other processes make the index the writer alone makes.
+
+Real spawned processes, real Tantivy: a pass over a vault with what makes
+reading a file go every way (two languages, a duplicate id, files that are
+no notes, a cut note, a canvas, a collection) is built once by the writer
+alone and once with two processes parsing ahead, and the two indexes are
+compared document by document and query by query.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tantivy
+
+from notarium_search.index import parse_ahead
+from notarium_search.lexical.schema import decode_payload
+from notarium_search.service import Service
+from notarium_search.settings import CollectionConfig, SpaceConfig
+from notarium_search.types import FeedFilter
+from tests.conftest import Vault
+
+FRENCH = [
+    "Les pilotes contrôlent l'assiette de l'avion pendant la descente vers la piste.",
+    "La recette demande du beurre, de la farine et des œufs battus en neige.",
+    "Le conseil municipal a voté le budget des écoles et des bibliothèques.",
+    "Les glaciers des Alpes reculent chaque été depuis le début du siècle.",
+]
+ENGLISH = [
+    "The pilots keep controlling the pitch of the aircraft during the descent.",
+    "The recipe needs butter, flour and eggs whipped into stiff peaks.",
+    "The city council voted the budget of the schools and the libraries.",
+    "The glaciers of the Alps have been shrinking every summer for a century.",
+]
+CANVAS = (
+    '{"nodes": [{"id": "n1", "type": "text", "text": "Carte des glaciers", "x": 0, "y": 0, "width": 9, "height": 9}]}'  # noqa: E501
+)
+COLLECTIONS = (CollectionConfig("projets", folder="projets"),)
+
+
+def write_vault(vault: Vault) -> int:
+    """The vault; returns how many of its files a process may parse (Markdown and canvases)."""
+    for i in range(90):
+        french = i % 3 != 0
+        lines = (FRENCH if french else ENGLISH)[i % 4 :] + (FRENCH if french else ENGLISH)[: i % 4]
+        folder = ("projets", "journal", "lectures")[i % 3]
+        tags = f"[sujet/{i % 5}, {'fr' if french else 'en'}]"
+        vault.write(
+            f"{folder}/note {i:03}.md",
+            f"---\ntitle: {'Fiche' if french else 'Note'} numéro {i}\naliases: [n{i}]\ntags: {tags}\n---\n"
+            f"# Partie {i}\n\n{' '.join(lines)}\n\n## Suite {i % 7}\n\n[[note {i + 1:03}]] {lines[0]}\n",
+        )
+    # Two files asking for one id: the first path takes it, the other is indexed under its path.
+    vault.write("doublons/a.md", "---\nid: même\n---\nLe premier fichier garde l'identifiant.\n")
+    vault.write("doublons/b.md", "---\nid: même\n---\nLe second fichier prend son chemin comme identifiant.\n")
+    vault.write("cassés/latin1.md", "Données en latin-1 : été, café.\n".encode("latin-1"))
+    vault.write("cassés/binaire.md", bytes(range(256)) * 8)
+    vault.write("long.md", "# Long\n\n" + " ".join(FRENCH) * 200 + "\n")  # cut at max_file_bytes
+    vault.write("cartes/glaciers.canvas", CANVAS)
+    vault.write("cartes/vide.canvas", '{"nodes": 3}')  # not a canvas: skipped with its reason
+    return 90 + 2 + 2 + 1 + 2
+
+
+def build(vault: Vault, name: str, processes: int) -> Service:
+    config = SpaceConfig("notes", vault.root / "notes", "auto", languages=("fr", "en"), collections=COLLECTIONS)
+    return vault.service(
+        spaces=(config,), index_dir=vault.index_dir / name, parse_processes=processes, max_file_bytes=6000
+    )
+
+
+def documents(service: Service) -> dict[str, dict[str, Any]]:
+    searcher = service.spaces["notes"].lexical.searcher()
+    hits = searcher.search(tantivy.Query.all_query(), limit=1000).hits
+    stored = [searcher.doc(address).to_dict() for _, address in hits]
+    return {decode_payload(bytes(doc["payload"][0])).id: doc for doc in stored}
+
+
+def answers(service: Service, queries: list[str]) -> list[list[tuple[str, float]]]:
+    found = []
+    for query in queries:
+        response = service.search("notes", query, FeedFilter(), 20)
+        found.append([(hit.note.id, round(hit.score, 9)) for hit in response.results])
+    return found
+
+
+QUERIES = [
+    "pilotes assiette",
+    "pilots controlling",
+    "glaciers",
+    "budget des écoles",
+    "recipe butter",
+    "Note numéro 12",
+    "n45",
+    "Partie 7",
+    "identifiant",
+    "tag:sujet/3 glaciers",
+    "folder:projets council",
+]
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every pass parses ahead (not only those of PARSE_AHEAD_MIN_FILES files);
+    counts the answers the writer took from the processes."""
+    monkeypatch.setattr(parse_ahead, "PARSE_AHEAD_MIN_FILES", 1)
+    # Small batches: at most (2 processes x 4 + 1) x 4 = 36 files asked for
+    # ahead of the writer's first, and 3 batches more reach a process before
+    # the pool sees one died: the kill below always leaves files to the writer.
+    monkeypatch.setattr(parse_ahead, "BATCH_FILES", 4)
+    taken = [0]
+    parsed = parse_ahead.ParseAhead.parsed
+
+    def counting(self: parse_ahead.ParseAhead, index: int, source: Any) -> parse_ahead.Parsed | None:
+        answer = parsed(self, index, source)
+        taken[0] += answer is not None
+        return answer
+
+    monkeypatch.setattr(parse_ahead.ParseAhead, "parsed", counting)
+    return taken
+
+
+def test_notes_parsed_ahead_make_the_index_the_writer_alone_makes(vault: Vault, counted: list[int]):
+    pooled = write_vault(vault)
+    alone = build(vault, "alone", 1)
+    assert counted == [0]
+    ahead = build(vault, "ahead", 2)
+    assert counted == [pooled]  # every Markdown note and canvas came from a process
+    try:
+        made, expected = documents(ahead), documents(alone)
+        assert len(expected) == 90 + 2 + 1 + 1
+        assert made == expected
+        assert expected["doublons/b.md"]  # indexed under its path: the whole note parsed again by the writer
+        assert answers(ahead, QUERIES) == answers(alone, QUERIES)
+        assert [q for q, found in zip(QUERIES, answers(alone, QUERIES), strict=True) if not found] == []
+        (status,) = ahead.status()
+        assert (status.notes, status.skipped, status.languages) == (94, 3, alone.status()[0].languages)
+        assert ahead.status()[0].skipped_notes == alone.status()[0].skipped_notes
+    finally:
+        alone.stop()
+        ahead.stop()
+
+
+def test_a_process_that_dies_leaves_its_notes_to_the_writer(
+    vault: Vault, counted: list[int], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    """Killed after the first answer: the pass goes on, the writer parsing
+    what is left, and no process outlives it."""
+    write_vault(vault)
+    alone = build(vault, "alone", 1)
+    parsed = parse_ahead.ParseAhead.parsed  # the counting one
+    seen: list[int] = []
+
+    def killing(self: parse_ahead.ParseAhead, index: int, source: Any) -> parse_ahead.Parsed | None:
+        answer = parsed(self, index, source)
+        executor = self._executor
+        if index == 0 and executor is not None and executor._processes:
+            seen.extend(executor._processes)
+            os.kill(next(iter(executor._processes)), signal.SIGKILL)
+        return answer
+
+    monkeypatch.setattr(parse_ahead.ParseAhead, "parsed", killing)
+    ahead = build(vault, "ahead", 2)
+    try:
+        assert 1 <= counted[0] < 90
+        assert documents(ahead) == documents(alone)
+        assert answers(ahead, QUERIES) == answers(alone, QUERIES)
+        stopped = [r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg["event"] == "parse_ahead_stopped"]
+        assert "BrokenProcessPool" in stopped[0]["reason"]
+        assert seen
+        assert not any(_alive(pid) for pid in seen)
+    finally:
+        alone.stop()
+        ahead.stop()
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has: its parent reaps it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
