@@ -37,7 +37,7 @@ ENGLISH = [
     "The glaciers of the Alps have been shrinking every summer for a century.",
 ]
 CANVAS = (
-    '{"nodes": [{"id": "n1", "type": "text", "text": "Carte des glaciers", "x": 0, "y": 0, "width": 9, "height": 9}]}'  # noqa: E501
+    '{"nodes": [{"id": "n1", "type": "text", "text": "Carte des glaciers", "x": 0, "y": 0, "width": 9, "height": 9}]}'
 )
 COLLECTIONS = (CollectionConfig("projets", folder="projets"),)
 
