@@ -20,8 +20,9 @@ import tantivy
 
 from notarium_search.index import parse_ahead
 from notarium_search.index.manifest import Entry, Manifest, named_skipped
+from notarium_search.index.note_file import file_time
 from notarium_search.index.note_reader import Later, NoteReader, Read, Skip
-from notarium_search.index.parse_ahead import NoteHead, ParseAhead, file_time
+from notarium_search.index.parse_ahead import NoteHead, ParseAhead
 from notarium_search.index.quarantine import Marks
 from notarium_search.index.survey import Pending, survey, to_read
 from notarium_search.lexical.store import IndexLocked, LexicalIndex

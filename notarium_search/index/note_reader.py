@@ -9,21 +9,21 @@ indexer's business, not this stage's.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import tantivy
 
+from notarium_search.index import note_file
 from notarium_search.index.manifest import Entry
-from notarium_search.index.parse_ahead import POOLED_FORMATS, Job, NoteHead, Parsed, born, file_time
+from notarium_search.index.parse_ahead import POOLED_FORMATS, Job, NoteHead, Parsed
 from notarium_search.index.quarantine import Marks, read_budget
 from notarium_search.lexical.schema import document
 from notarium_search.logsetup import get_logger
 from notarium_search.notes import formats
 from notarium_search.notes.collection import CollectionRules
 from notarium_search.notes.parse import NotANote, ReadLater
-from notarium_search.notes.scan import OutsideSpace, open_note
+from notarium_search.notes.scan import OutsideSpace
 from notarium_search.settings import Settings
 from notarium_search.storage.faults import stop_if_short
 from notarium_search.types import ParsedNote, SourceFile
@@ -94,7 +94,7 @@ class NoteReader:
         if ahead is not None:
             entry = Entry(source.mtime_ns, source.size, ahead.digest, None)
             if ahead.head is None:
-                return Skip(entry, ahead.not_a_note or "not a note")
+                return Skip(entry, ahead.not_a_note)
             read: Read | Skip | Later = Read(entry, ahead.head, document(ahead.parts) if ahead.parts else None)
             took = ahead.cpu_seconds
         else:
@@ -107,10 +107,6 @@ class NoteReader:
         if took > budget:  # every edit and rebuild would pay it again
             why = f"took {took:.1f} s to read (the budget is {budget:.1f} s): skipped until the file changes"
             return Skip(read.entry, why)
-        collections = self.collections.member_of(source.path)
-        if collections and isinstance(read.note, ParsedNote):  # a head has them from its process
-            chunking = self.collections.chunking_for(collections)
-            read.note = replace(read.note, collections=collections, chunking=chunking)
         for warning in read.note.warnings:
             log.warning("note_warning", space=self.space, path=source.path, warning=warning)
         return read
@@ -118,23 +114,22 @@ class NoteReader:
     def _parse_here(
         self, fmt: formats.NoteFormat, source: SourceFile, limit: int, clock: Callable[[], float]
     ) -> tuple[Read | Skip | Later, float]:
-        too_big = source.size > limit
         try:
-            with open_note(self.root_real, source.path) as handle:
-                raw = handle.read(limit if too_big else -1)
+            raw, too_big = note_file.read_bounded(self.root_real, source, limit)
         except OutsideSpace as exc:  # swapped for a symlink out of the space since the scan
             return Skip(Entry(source.mtime_ns, source.size, "", None), str(exc.strerror)), 0.0
         except OSError as exc:  # vanished or unreadable: retried at the next reconcile
             stop_if_short(exc, source.path)
             return Later(f"cannot read: {exc.strerror}"), 0.0
-        entry = Entry(source.mtime_ns, source.size, hashlib.blake2b(raw, digest_size=16).hexdigest(), None)
+        entry = Entry(source.mtime_ns, source.size, note_file.digest(raw), None)
         if too_big and self.settings.oversize == "skip":
             return Skip(entry, f"larger than max_file_bytes ({source.size} > {limit})"), 0.0
         started = clock()
         try:
-            note = born(fmt.read(raw, source.path, file_time(source), truncated=too_big), source)
+            note = note_file.parse(fmt, raw, source, too_big)
         except NotANote as exc:
             return Skip(entry, str(exc)), 0.0
         except ReadLater as exc:  # not the file's fault (a reader's process killed from outside): next pass
             return Later(str(exc)), 0.0
-        return Read(entry, note), clock() - started
+        took = clock() - started
+        return Read(entry, note_file.with_collections(note, self.collections)), took

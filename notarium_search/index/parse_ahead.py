@@ -23,26 +23,25 @@ holds a process holds the writer under its own mark.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import multiprocessing
 import os
 import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from typing import NamedTuple
 
+from notarium_search.index import note_file
 from notarium_search.lexical.schema import DocumentParts, document_parts
 from notarium_search.logsetup import get_logger
 from notarium_search.notes import formats
 from notarium_search.notes.canvas import CANVAS
 from notarium_search.notes.collection import CollectionRules
 from notarium_search.notes.parse import MARKDOWN, NotANote
-from notarium_search.notes.scan import open_note
 from notarium_search.settings import CollectionConfig
-from notarium_search.types import ParsedNote, SourceFile
+from notarium_search.types import SourceFile
 
 # Below this many files a pass parses on the writer thread: a spawned
 # process takes ~0.5 s to start and import the parsers (the time of ~350
@@ -87,7 +86,7 @@ class Parsed(NamedTuple):
 
     digest: str
     head: NoteHead | None  # None: not a note, `not_a_note` says why
-    not_a_note: str | None
+    not_a_note: str  # "" for a note
     cpu_seconds: float  # the parse's CPU time in its process (the budget of index/quarantine.py)
     parts: DocumentParts | None  # the note's document (schema.document builds it)
 
@@ -216,41 +215,17 @@ def _parse(job: Job) -> Parsed | None:
     fmt = formats.for_path(source.path)
     if fmt is None:
         return None
-    too_big = source.size > job.limit
     try:
-        with open_note(_ROOT_REAL, source.path) as handle:
-            raw = handle.read(job.limit if too_big else -1)
-        digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+        raw, too_big = note_file.read_bounded(_ROOT_REAL, source, job.limit)
+        digest = note_file.digest(raw)
         started = time.thread_time()
         try:
-            note = born(fmt.read(raw, source.path, file_time(source), truncated=too_big), source)
+            note = note_file.parse(fmt, raw, source, too_big)
         except NotANote as exc:
             return Parsed(digest, None, str(exc), time.thread_time() - started, None)
         took = time.thread_time() - started
-        collections = _COLLECTIONS.member_of(source.path)
-        if collections:
-            note = replace(note, collections=collections, chunking=_COLLECTIONS.chunking_for(collections))
+        note = note_file.with_collections(note, _COLLECTIONS)
         head = NoteHead(note.id, note.updated, tuple(note.warnings), note.collections)
-        return Parsed(digest, head, None, took, document_parts(note, _LANGUAGES))
+        return Parsed(digest, head, "", took, document_parts(note, _LANGUAGES))
     except Exception:  # noqa: BLE001 - the writer reads it again: its error, logged there
         return None
-
-
-# --- shared with the writer -----------------------------------------------------
-
-
-def born(note: ParsedNote, source: SourceFile) -> ParsedNote:
-    """The note created when its file was, where the platform says when
-    (scan.birth_ns) and the note's dates come from its file (its frontmatter
-    has none: a written `updated` is its `created` too, as before). Never
-    after its `updated`, the file's modification time: a file written over
-    in place keeps its birth time, one replaced by a new file does not."""
-    if source.birth_ns is None or note.created_from != "file":
-        return note
-    birth = datetime.fromtimestamp(source.birth_ns / 1e9, tz=UTC)
-    return replace(note, created=birth, created_from="file") if birth < note.updated else note
-
-
-def file_time(source: SourceFile) -> datetime:
-    """The file's modification time: a note's date when its frontmatter has none."""
-    return datetime.fromtimestamp(source.mtime_ns / 1e9, tz=UTC)

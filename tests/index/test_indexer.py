@@ -543,7 +543,7 @@ def failing_on_read(space: Space, monkeypatch: pytest.MonkeyPatch, at: int, time
             raise OSError(errno.EMFILE, "Too many open files", path)
         return real(root, path)
 
-    monkeypatch.setattr("notarium_search.index.note_reader.open_note", open_note)
+    monkeypatch.setattr("notarium_search.index.note_file.open_note", open_note)
 
 
 def test_a_pass_that_fails_before_its_first_commit_still_says_what_it_left(
