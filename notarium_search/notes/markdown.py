@@ -29,25 +29,28 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from notarium_search.notes.guarded_pattern import GuardedPattern
 from notarium_search.types import WikiLink
 
 # Private-use characters frame the placeholders of set-aside code.
 _INLINE_OPEN, _INLINE_CLOSE, _BLOCK_OPEN, _BLOCK_CLOSE = "\ue000", "\ue001", "\ue002", "\ue003"
-_SENTINELS_RE = re.compile("[\ue000-\ue003]")
-_PLACEHOLDER_RE = re.compile("[\ue000\ue002](\\d+)[\ue001\ue003]")
+_SENTINELS_RE = GuardedPattern("[\ue000-\ue003]", "\ue000", "\ue001", "\ue002", "\ue003")
+_PLACEHOLDER_RE = GuardedPattern("[\ue000\ue002](\\d+)[\ue001\ue003]", "\ue000", "\ue002")
 
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n?(.*?)(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+_FENCE_RE = GuardedPattern(
+    r"^ {0,3}(`{3,}|~{3,})[^\n]*\n?(.*?)(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", "```", "~~~", flags=re.M | re.S
+)
 _BACKTICKS_RE = re.compile(r"`+")
 _PARAGRAPH_BREAK_RE = re.compile(r"\n(?=\n)")
 # An ATX heading's line; its text is cut from the rest by `_heading_raw` (the
 # pattern read `(.+?)[ \t#]*$`: from each length of `.+?` the rest of the line
 # again, 35 s for `# # # … x` at 80,000 characters).
-_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})([ \t]+)([^\n]*)", re.M)
-_WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
+_HEADING_RE = GuardedPattern(r"^ {0,3}(#{1,6})([ \t]+)([^\n]*)", "#", flags=re.M)
+_WIKILINK_RE = GuardedPattern(r"!?\[\[([^\[\]\n]+?)\]\]", "[[")
 # `[label](destination)`, the label without `[`: `_md_links` widens a match to
 # the earliest `[` that opens the same label (`[^\]\n]*` from every `[` of a
 # run rescanned it to the end of the line: 3.6 s at 20,000 `[`).
-_MD_LINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")
+_MD_LINK_RE = GuardedPattern(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)", "](")
 _AUTOLINK_RE = re.compile(r"<((?:https?|ftp|mailto):[^<>\s]+)>")
 _HTML_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]*)?/?>")
 # Comments (`<!-- … -->`, Obsidian's `%% … %%`) are cut by `_without_comments`,
@@ -58,23 +61,22 @@ _COMMENTS = (("<!--", "-->"), ("%%", "%%"))
 # URL, with a letter or `_` (Obsidian's rule: `#2024` is not a tag, `#2024a` is).
 _TAG_RE = re.compile(r"(?:^|(?<=[\s(\[]))#((?:[^\W\d]|\d+[^\W\d])[\w/-]*)", re.M)
 _LINE_PREFIX_RE = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:[-*+][ \t]+\[[ xX]\][ \t]+|[-*+][ \t]+|\d+[.)][ \t]+)?", re.M)
-_CALLOUT_RE = re.compile(r"\[!\w+\][+-]?")
+_CALLOUT_RE = GuardedPattern(r"\[!\w+\][+-]?", "[!")
 # Block starts that decide whether an indented line is code (_without_indented_code).
 _LIST_MARKER_RE = re.compile(r"([-+*]|\d{1,9}[.)])([ \t]+|$)")
 _ATX_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _BREAK_RE = re.compile(r" {0,3}(?:(?:[-*_][ \t]*){3,}|=+[ \t]*)$")
 # Emphasis markers touching a word on one side: `**gras**`, `~~barré~~`, `==x==`,
 # `_souligné_` (underscores only at word edges, so snake_case survives).
-# The pattern starts with its literal characters so the engine can skip ahead
-# fast; whether a run is a marker is decided by `_marker`.
-_MARKER_RE = re.compile(r"\*{1,3}|~~|==|_{1,3}")
+# Whether a run is a marker is decided by `_marker`.
+_MARKER_RE = GuardedPattern(r"\*{1,3}|~~|==|_{1,3}", "*", "~~", "==", "_")
 # A thematic break, or a table's rule (`| --- |`, `:---`). The blanks before a
 # table rule's pipe and after it are one `[ \t]*` each, the second only after
 # a pipe: `[ \t]*\|?[ \t]*` split a long blank line both ways at every length
 # (5 s for a line of 20,000 spaces, which a note of `%%%%…` also leaves).
 _RULE_RE = re.compile(r"^[ \t]*(?:[-*_][ \t]*){3,}$|^[ \t]*(?:\|[ \t]*)?:?-{3,}.*$", re.M)
-_BLANKS_RE = re.compile(r"[ \t]{2,}|\t")
-_MANY_NEWLINES_RE = re.compile(r"\n{3,}")
+_BLANKS_RE = GuardedPattern(r"[ \t]{2,}|\t", "  ", "\t")
+_MANY_NEWLINES_RE = GuardedPattern(r"\n{3,}", "\n\n\n")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from notarium_search.notes import markdown as md
+from notarium_search.notes.guarded_pattern import GuardedPattern
 from notarium_search.types import WikiLink
 
 # --------------------------------------------------------------------------- wiki-links
@@ -405,3 +406,26 @@ def test_a_heading_that_starts_like_a_list_item_is_a_section(heading):
     parts = md.analyse(f"# Titre\n\nAvant.\n\n### {heading}\n\nTexte.\n")
     assert heading in parts.plain_text.split("\n")
     assert [(level, text) for _, level, text in parts.sections] == [(1, "Titre"), (3, heading)]
+
+
+_GUARDED = {name: value for name, value in vars(md).items() if isinstance(value, GuardedPattern)}
+# Every character the guarded patterns give a meaning to, and a letter, digit,
+# accent and blank: short strings of these hold every needle and miss each.
+_PATTERN_ALPHABET = "*_~=#[]()!<>`|-:\n\t  aé1\ue000\ue001\ue002\ue003"
+
+
+@pytest.mark.parametrize("name", sorted(_GUARDED))
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.text(alphabet=_PATTERN_ALPHABET, max_size=24))
+def test_a_guarded_pattern_matches_what_the_pattern_alone_matches(name, text):
+    """A pattern is tried only where one of its needles occurs (`GuardedPattern`):
+    a needle list that missed a way the pattern matches would leave markup in
+    the plain text of notes written that way."""
+    guarded = _GUARDED[name]
+    bare = guarded._pattern
+    assert guarded.sub("§", text) == bare.sub("§", text)
+    assert [m.span() for m in guarded.finditer(text)] == [m.span() for m in bare.finditer(text)]
+
+
+def test_the_guards_cover_the_patterns_that_scan_every_note():
+    assert {"_MARKER_RE", "_BLANKS_RE", "_MANY_NEWLINES_RE", "_WIKILINK_RE", "_MD_LINK_RE"} <= set(_GUARDED)
