@@ -75,6 +75,7 @@ class Space:
         self.config = config
         self.settings = settings
         self.name = config.name
+        self._root = str(config.path)  # joined by os.path: on_disk 6.7 -> 3.7 us a hit (pathlib made a Path)
         self.directory = settings.index_dir / config.name
         self.lexical = lexical
         self.manifest = manifest
@@ -200,7 +201,7 @@ class Space:
         costs ~6 µs at 10,000 notes), and a vanished one triggers a reconcile
         in case the watcher missed it."""
         try:
-            os.lstat(self.config.path / note.path)
+            os.lstat(os.path.join(self._root, note.path))
             return True
         except (FileNotFoundError, NotADirectoryError):
             pass
