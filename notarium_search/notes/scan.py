@@ -139,18 +139,18 @@ class _Walk:
         abs_dir = os.path.join(self.root, rel_dir) if rel_dir else str(self.root)
         try:
             with os.scandir(abs_dir) as listing:
-                entries = [(e.name, _is_folder(e)) for e in listing]
+                entries = [(e.name, _is_folder(e), _is_link(e)) for e in listing]
         except OSError as exc:
             self._unlisted(rel_dir, exc)
             return []
         folders = []
-        for name, is_folder in sorted(entries):
+        for name, is_folder, is_link in sorted(entries):
             rel_path = rel_dir + name
             if is_folder:
                 if _folder_kept(rel_path + "/", self.exclude):
                     folders.append(rel_path + "/")
             elif _file_kept(rel_path, self.include, self.exclude):
-                self._add(os.path.join(abs_dir, name), rel_path)
+                self._add(os.path.join(abs_dir, name), rel_path, is_link)
         if folders and depth + 1 > MAX_FOLDER_DEPTH:
             log.warning(
                 "folder_skipped", path=rel_dir.rstrip("/"), reason=f"sub-folders deeper than {MAX_FOLDER_DEPTH} levels"
@@ -158,9 +158,9 @@ class _Walk:
             return []
         return folders[::-1]  # popped in name order
 
-    def _add(self, abs_path: str, rel_path: str) -> None:
+    def _add(self, abs_path: str, rel_path: str, listed_as_link: bool) -> None:
         try:
-            source = _stat(self.root_real, abs_path, rel_path)
+            source = _stat(self.root_real, abs_path, rel_path, listed_as_link)
         except OSError as exc:  # not known to be gone: kept as it was indexed
             self.unknown.append(rel_path)
             log.warning("note_unreadable", path=rel_path, reason=describe(exc), kept="stays indexed as it was")
@@ -188,17 +188,35 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _stat(root_real: Path, abs_path: str, rel_path: str) -> SourceFile | None:
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    """Whether the listing says a symlink (the directory entry's type: no
+    system call where the file system gives it); True when it cannot tell."""
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return True
+
+
+def _stat(root_real: Path, abs_path: str, rel_path: str, listed_as_link: bool = True) -> SourceFile | None:
     """The note file at `abs_path`; None when it is not one (gone, not a
     regular file, a symlink out of the space). Raises OSError when it cannot be
-    told (StorageFault when the machine is short of resources)."""
+    told (StorageFault when the machine is short of resources).
+
+    `listed_as_link` False: the folder's listing gave a file that is not a
+    symlink, so one stat that does not follow links says it all (a symlink
+    put in its place since is no regular file: skipped until the next pass).
+    One system call a note instead of two: a scan of the 50,000-note bench vault
+    0.57-0.59 -> 0.44-0.48 s."""
     try:
-        if os.path.islink(abs_path):
-            target = Path(os.path.realpath(abs_path))
-            if root_real not in target.parents:
-                log.warning("note_skipped", path=rel_path, reason="symlink points outside the space")
-                return None
-        info = os.stat(abs_path)
+        if not listed_as_link:
+            info = os.stat(abs_path, follow_symlinks=False)
+        else:
+            if os.path.islink(abs_path):
+                target = Path(os.path.realpath(abs_path))
+                if root_real not in target.parents:
+                    log.warning("note_skipped", path=rel_path, reason="symlink points outside the space")
+                    return None
+            info = os.stat(abs_path)
     except OSError as exc:
         stop_if_short(exc, abs_path)
         if exc.errno in _GONE_ERRNOS or exc.errno == errno.ELOOP:
