@@ -8,16 +8,18 @@ anchors 8 %, YAML 5 %). A pass that reads at least PARSE_AHEAD_MIN_FILES
 files hands that work to `parse_processes` spawned processes, a window of
 batches ahead of the writer, and takes their answers in path order.
 
-What a process returns is only a cache of what the writer would compute:
-the writer still opens, bounds and hashes every file itself (the checks of
-SpaceIndexer._read), uses an answer only when it was made from the same
-bytes (same digest), and parses on its own thread whatever has no answer —
-a format not built in (a plug-in registered in this process only), a file
-set aside, an error, a process that died (BrokenProcessPool: every later
-note is read on the writer thread, so that a note that kills its reader
-takes the writer down and is set aside by index/quarantine.py, as before).
-The writer marks each note before waiting for its answer, so a note that
-holds a process holds the writer under its own mark.
+What a process returns is what the writer would compute from the file: it
+reads it with the same function and checks (index/note_file.py: scan.open_note,
+the size bound, the digest), and the writer takes that answer in place of
+its own read. The writer still checks what needs its state (the format,
+the marks of index/quarantine.py, the budget) and parses on its own thread
+whatever has no answer — a format not built in (a plug-in registered in
+this process only), a file set aside, an error, a process that died
+(BrokenProcessPool: every later note is read on the writer thread, so
+that a note that kills its reader takes the writer down and is set aside
+by index/quarantine.py, as before). The writer marks each note before
+waiting for its answer, so a note that holds a process holds the writer
+under its own mark.
 """
 
 from __future__ import annotations
