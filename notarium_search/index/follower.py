@@ -21,6 +21,7 @@ follower's looks, a writer's requests taken and status published.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -30,6 +31,7 @@ from notarium_search.collector import HEAP
 from notarium_search.index import sharing
 from notarium_search.lexical.channel import generic_status
 from notarium_search.logsetup import get_logger
+from notarium_search.storage.faults import IndexFolderMissing, StorageFault
 from notarium_search.storage.signature import file_signature
 from notarium_search.types import ChannelState, ChannelStatus, IndexState, LexicalStatus, SpaceStatus
 
@@ -65,23 +67,63 @@ class Follower:
         self._reconcile_asked = False
         self._reconcile_paths: set[str] | None = set()  # None: every file
         self._asking = threading.Lock()  # request threads ask, the peer thread sends
+        # The peer thread's looks and a /status request's (`status`) take turns.
+        self._catching_up = threading.Lock()
 
     def refresh(self) -> None:
         """One look at the writer's files; what changed is followed, and what
         it built is then kept out of full garbage collections, as the
         writer's jobs are (collector.py)."""
         changed, self._freeze_due = self._freeze_due, False
-        # Read before the searcher reloads (the writer commits, then publishes),
-        # and made this worker's status only once the reload is done: a status
-        # saying "ready" beside the older searcher's count (0 at start) was
-        # what /status said, at times, between the two (CI, test_vault_root).
-        fresh = self._read_status()
         try:
-            changed |= self._reload_and_follow(fresh or self.published)
+            changed |= self._look()
         finally:
-            self.published = fresh or self.published
-        if changed:
-            HEAP.after_job()
+            if changed:
+                HEAP.after_job()
+
+    def _look(self) -> bool:
+        self._send_reconcile()
+        with self._catching_up:
+            # The journal read before the searcher reloads: its entries name
+            # notes the reloaded searcher holds. Read after, an entry journaled
+            # meanwhile would be applied from the older searcher, then counted as seen.
+            journal_seen = file_signature(self.directory / sharing.JOURNAL_FILE)
+            journal = sharing.read_journal(self.directory) if journal_seen != self._journal_seen else None
+            reloaded = self._catch_up(reload=journal is not None)
+            if reloaded is None:
+                return False  # kept: the journal and the channels wait for the commit that ends the rebuild
+            if journal is not None:
+                self._journal_seen = journal_seen
+        if journal is not None:
+            self._follow_journal(journal)
+        statuses = self.published.channels if self.published is not None else {}
+        changed = reloaded
+        for channel in self.space.every_channel:
+            changed |= channel.follow(statuses.get(channel.name))
+        return changed
+
+    def _catch_up(self, reload: bool = False) -> bool | None:
+        """The writer's status and commits: its published status read, then
+        the searcher reloaded when the writer committed (or `reload`), and
+        the status made this worker's only once the reload is done: a status
+        saying "ready" beside the older searcher's count (0 at start) was
+        what /status said, at times, between the two (CI, test_vault_root).
+        Whether the searcher reloaded; None when it kept the older one (a
+        repair's new empty index: `LexicalStore.reload`). Under `_catching_up`."""
+        fresh = self._read_status()
+        published = fresh or self.published
+        try:
+            meta = file_signature(self.directory / "lexical" / "meta.json")
+            if meta == self._meta and not reload:
+                return False
+            emptied = published is not None and published.lexical.state == IndexState.READY and published.notes == 0
+            if not self.lexical.reload(keep_if_emptied=not emptied):
+                return None  # the notes it had are served until the rebuild commits
+            self._meta = meta
+            self.repair_asked = False  # a new commit: a read failing again is new damage
+            return True
+        finally:
+            self.published = published
 
     def _read_status(self) -> SpaceStatus | None:
         """The writer's published status when it changed since the last look."""
@@ -90,32 +132,6 @@ class Follower:
             return None
         self._status_seen = status
         return sharing.read_status(self.directory)
-
-    def _reload_and_follow(self, published: SpaceStatus | None) -> bool:
-        """The searcher reloaded when the writer committed, the journal's
-        changes and the channels followed; whether anything changed."""
-        changed = False
-        self._send_reconcile()
-        journal_seen = file_signature(self.directory / sharing.JOURNAL_FILE)
-        # Read before the reload: its entries name notes the reloaded searcher
-        # holds. Read after, an entry journaled meanwhile would be applied from
-        # the older searcher, then counted as seen.
-        journal = sharing.read_journal(self.directory) if journal_seen != self._journal_seen else None
-        meta = file_signature(self.directory / "lexical" / "meta.json")
-        if meta != self._meta or journal is not None:
-            emptied = published is not None and published.lexical.state == IndexState.READY and published.notes == 0
-            if not self.lexical.reload(keep_if_emptied=not emptied):
-                return False  # a repair's new empty index: the notes it had are served until the rebuild commits
-            self._meta = meta
-            self.repair_asked = False  # a new commit: a read failing again is new damage
-            changed = True
-        if journal is not None:
-            self._journal_seen = journal_seen
-            self._follow_journal(journal)
-        statuses = published.channels if published is not None else {}
-        for channel in self.space.every_channel:
-            changed |= channel.follow(statuses.get(channel.name))
-        return changed
 
     def _follow_journal(self, journal: sharing.Journal) -> None:
         entries = journal.since(self._epoch, self._serial)
@@ -192,9 +208,20 @@ class Follower:
         return False
 
     def status(self, space: Space) -> SpaceStatus:
-        """The writer's status, with this worker's note count and channels."""
-        published = self.published  # before the count: a status is published after its reload
-        notes = int(self.lexical.searcher().num_docs)
+        """The writer's status, with this worker's note count and channels.
+
+        The writer publishes what its /status says before it says it
+        (space_writer.py), and this worker catches up with it here: a client
+        told "ready" by one worker is not told "waiting" by the next (at
+        start, a page polling /status, or a test, between the writer's word
+        and this worker's next look). Only the status and the searcher: the
+        channels follow at the peer thread's next look."""
+        with self._catching_up:
+            # On failure, said from what it has: the peer loop's next look tries again, and logs why.
+            with contextlib.suppress(StorageFault, IndexFolderMissing, OSError, ValueError):
+                self._catch_up()
+            published = self.published
+            notes = int(self.lexical.searcher().num_docs)
         if published is None:
             waiting = not_yet_published(space.name, str(space.config.path), space.config.language, notes)
             return replace(waiting, channels=dict.fromkeys(space.opened, waiting.semantic))

@@ -53,6 +53,9 @@ class SpaceWriter:
         self.stop_event = passes.stop_event
         self._repair_queued = threading.Event()
         self._published: bytes | None = None
+        # A status is computed and published under one lock: a request's and
+        # the peer loop's, taken in one order, are published in that order.
+        self._publishing = threading.Lock()
         settings = space.settings
         self.watcher = SpaceWatcher(
             space.name,
@@ -109,8 +112,10 @@ class SpaceWriter:
                 self.request_reindex(request.kind == "full", request.paths)
 
     def publish_status(self) -> None:
-        """Publish the status for the other workers when it changed (a shared writer)."""
-        self._published = sharing.publish_status(self.space.directory, self.status(self.space), self._published)
+        """Publish the status for the other workers when it changed (a shared
+        writer's peer loop, which logs a failure and tries again)."""
+        self._repair_if_deleted(self.space)
+        self._said(self.space, publish=True)
 
     def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
         return ([self.take_requests], [self.publish_status]) if self.changes is not None else ([], [])
@@ -253,8 +258,29 @@ class SpaceWriter:
         return self.passes.folder_away
 
     def status(self, space: Space) -> SpaceStatus:
+        """What it says; a shared writer publishes it first when it changed, so
+        that no follower asked after this writer says less (follower.py, `status`)."""
+        self._repair_if_deleted(space)
+        try:
+            return self._said(space, publish=self.changes is not None)
+        except OSError:
+            # Not published (a full disk, the folder gone): still said; the
+            # peer loop's next round publishes it, or logs why it cannot.
+            return self._own_status(space)
+
+    def _repair_if_deleted(self, space: Space) -> None:
         if space.lexical.folder_missing:
             # Deleted under the running service: answers still come from the open
             # files, but nothing could be committed; rebuilt now rather than at the next edit.
             self.request_repair(f"the index folder {space.directory} was deleted")
+
+    def _said(self, space: Space, publish: bool) -> SpaceStatus:
+        if not publish:
+            return self._own_status(space)
+        with self._publishing:
+            status = self._own_status(space)
+            self._published = sharing.publish_status(space.directory, status, self._published)
+        return status
+
+    def _own_status(self, space: Space) -> SpaceStatus:
         return space.own_status(self.watcher.mode, self.indexer.skipped_total, self.indexer.skipped_notes)

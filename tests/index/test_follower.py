@@ -20,7 +20,7 @@ from notarium_search.index.lock import LOCK_FILE
 from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.follower import FollowedSemanticChannel
 from notarium_search.service import Service
-from notarium_search.types import ChannelState, FeedFilter, IndexState
+from notarium_search.types import ChannelState, FeedFilter, IndexState, SpaceStatus
 from tests.conftest import Vault, eventually, ids, models_dir
 
 
@@ -275,7 +275,7 @@ def test_a_followers_status_says_ready_only_with_the_notes_it_serves(vault: Vaul
     status before it reloads its searcher. Between the two, its /status said
     "ready" with the older searcher's count: 0 notes, at start (a CI failure
     of tests/test_vault_root.py). The reload is held here where the request
-    came."""
+    came: the request waits for it, and says "ready" with the notes."""
     for i in range(4):
         vault.write(f"n{i}.md", note(f"n{i}", "commun"))
     settings = vault.settings(watch=False)
@@ -294,21 +294,64 @@ def test_a_followers_status_says_ready_only_with_the_notes_it_serves(vault: Vaul
 
     space.lexical.reload = held_reload  # type: ignore[method-assign]
     look = threading.Thread(target=looks.refresh)
+    asked: list[SpaceStatus] = []
+    request = threading.Thread(target=lambda: asked.append(follower.status()[0]))
+    turns = looks._catching_up = WatchedLock(looks._catching_up, request)  # type: ignore[assignment]
     try:
         writer.spaces["notes"].writing.run_reconcile()
         writer.spaces["notes"].writing.publish_status()
         look.start()
         assert reloading.wait(timeout=60)
-        during = follower.status()[0]
-        assert (during.lexical.state, during.notes) == (IndexState.BUILDING, 0)
+        request.start()
+        assert turns.asked.wait(timeout=60)  # the request came while the look reloads
         release.set()
         look.join(timeout=60)
-        after = follower.status()[0]
-        assert (after.lexical.state, after.notes) == (IndexState.READY, 4)
+        request.join(timeout=60)
+        assert [(s.lexical.state, s.notes) for s in asked] == [(IndexState.READY, 4)]
     finally:
         release.set()
-        if look.ident is not None:
-            look.join(timeout=60)
+        for thread in (look, request):
+            if thread.ident is not None:
+                thread.join(timeout=60)
+        follower.stop()
+        writer.stop()
+
+
+class WatchedLock:
+    """A lock that says when one thread asked for it."""
+
+    def __init__(self, lock: threading.Lock, watched: threading.Thread) -> None:
+        self.lock, self.watched, self.asked = lock, watched, threading.Event()
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is self.watched:
+            self.asked.set()
+        self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def test_a_follower_says_no_less_than_the_writer_said(vault: Vault):
+    """A client told "ready" by the writer's worker was told "waiting for the
+    writer" with 0 notes by the next, until that worker's next look (CI,
+    tests/test_vault_root.py). The writer publishes what its /status says
+    before saying it, and a follower's /status catches up with it. No peer
+    loop runs here: the follower takes no look of its own."""
+    for i in range(3):
+        vault.write(f"n{i}.md", note(f"n{i}", "commun"))
+    settings = vault.settings(watch=False)
+    writer = Service(settings, shared=True)
+    follower = Service(settings, shared=True)
+    try:
+        assert follower.status()[0].lexical.state == IndexState.BUILDING
+        writer.spaces["notes"].writing.run_reconcile()
+        said = writer.status()[0]
+        assert (said.lexical.state, said.notes) == (IndexState.READY, 3)
+        heard = follower.status()[0]
+        assert (heard.lexical.state, heard.notes) == (IndexState.READY, 3)
+        assert sorted(found(follower, "commun")) == ["n0", "n1", "n2"]
+    finally:
         follower.stop()
         writer.stop()
 
