@@ -187,6 +187,7 @@ class Service:
         if space is None:
             shown = name if valid_space_name(name) and len(name) <= 64 else "(invalid name)"
             raise UnknownSpace(f"no space named {shown}; GET /spaces lists them")
+        space.catch_up()
         return space
 
     def reindex(self, name: str, full: bool) -> None:

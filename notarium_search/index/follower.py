@@ -52,9 +52,12 @@ class Follower:
         self.name = space.name
         self.directory = directory = space.directory
         self.lexical = space.lexical
-        self._meta = file_signature(directory / "lexical" / "meta.json")
+        # Looked at before every request (`catch_up`): joined once.
+        self._meta_path = directory / "lexical" / "meta.json"
+        self._status_path = directory / sharing.STATUS_FILE
+        self._meta = file_signature(self._meta_path)
         self._journal_seen = file_signature(directory / sharing.JOURNAL_FILE)
-        self._status_seen = file_signature(directory / sharing.STATUS_FILE)
+        self._status_seen = file_signature(self._status_path)
         self.published = sharing.read_status(directory)
         # Read before the channels follow it: entries journaled from now on are
         # applied to them (applying one they hold reads the same notes again: no harm).
@@ -113,7 +116,7 @@ class Follower:
         fresh = self._read_status()
         published = fresh or self.published
         try:
-            meta = file_signature(self.directory / "lexical" / "meta.json")
+            meta = file_signature(self._meta_path)
             if meta == self._meta and not reload:
                 return False
             emptied = published is not None and published.lexical.state == IndexState.READY and published.notes == 0
@@ -127,7 +130,7 @@ class Follower:
 
     def _read_status(self) -> SpaceStatus | None:
         """The writer's published status when it changed since the last look."""
-        status = file_signature(self.directory / sharing.STATUS_FILE)
+        status = file_signature(self._status_path)
         if status == self._status_seen:
             return None
         self._status_seen = status
@@ -207,19 +210,23 @@ class Follower:
             log.error("writer_request_failed", space=self.name, kind=request.kind, error=str(exc))
         return False
 
-    def status(self, space: Space) -> SpaceStatus:
-        """The writer's status, with this worker's note count and channels.
+    def catch_up(self) -> None:
+        """Before a request reads the space: the writer's last status and
+        commit (two stats when nothing changed, ~10 µs). The writer publishes
+        what its /status says before it says it (space_writer.py): a client
+        told "ready", or that an edit is in, by one worker is not told
+        otherwise by the next (at start, a page polling /status, or a test,
+        between the writer's word and this worker's next look: up to
+        FOLLOW_INTERVAL_SECONDS and a reload). Only the status and the
+        searcher: the channels follow at the peer thread's next look."""
+        # On failure, what it has: the peer loop's next look tries again, and logs why.
+        with self._catching_up, contextlib.suppress(StorageFault, IndexFolderMissing, OSError, ValueError):
+            self._catch_up()
 
-        The writer publishes what its /status says before it says it
-        (space_writer.py), and this worker catches up with it here: a client
-        told "ready" by one worker is not told "waiting" by the next (at
-        start, a page polling /status, or a test, between the writer's word
-        and this worker's next look). Only the status and the searcher: the
-        channels follow at the peer thread's next look."""
+    def status(self, space: Space) -> SpaceStatus:
+        """The writer's status, with this worker's note count and channels."""
+        self.catch_up()
         with self._catching_up:
-            # On failure, said from what it has: the peer loop's next look tries again, and logs why.
-            with contextlib.suppress(StorageFault, IndexFolderMissing, OSError, ValueError):
-                self._catch_up()
             published = self.published
             notes = int(self.lexical.searcher().num_docs)
         if published is None:

@@ -105,6 +105,9 @@ class Reader:
     def status(self, space: Space) -> SpaceStatus:
         return space.own_status("off (read-only)")
 
+    def catch_up(self) -> None:
+        return None  # one command's read: the index as it opened
+
     def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
         return [], []
 

@@ -52,6 +52,10 @@ class SpaceRole(Protocol):
 
     def status(self, space: Space) -> SpaceStatus: ...
 
+    def catch_up(self) -> None:
+        """Before a request reads the space: a follower reads the writer's
+        last commit and status (two stats when nothing changed)."""
+
     def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
         """What the peer loop runs for it: every round, and every publication."""
 
@@ -162,6 +166,11 @@ class Space:
 
     def status(self) -> SpaceStatus:
         return self.role.status(self)
+
+    def catch_up(self) -> None:
+        """Read what its writer committed last, when another worker writes it:
+        a client sees in every worker what one worker told it."""
+        self.role.catch_up()
 
     # -- readers ----------------------------------------------------------
 

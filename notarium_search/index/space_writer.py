@@ -268,6 +268,9 @@ class SpaceWriter:
             # peer loop's next round publishes it, or logs why it cannot.
             return self._own_status(space)
 
+    def catch_up(self) -> None:
+        return None  # its own commits: its searcher reloads after each
+
     def _repair_if_deleted(self, space: Space) -> None:
         if space.lexical.folder_missing:
             # Deleted under the running service: answers still come from the open

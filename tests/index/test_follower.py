@@ -356,6 +356,25 @@ def test_a_follower_says_no_less_than_the_writer_said(vault: Vault):
         writer.stop()
 
 
+def test_a_follower_answers_from_the_writers_last_commit(vault: Vault):
+    """A note the writer committed is in the next answer of every worker, not
+    only after that worker's next look (no peer loop runs here)."""
+    vault.write("a.md", note("a", "premier"))
+    settings = vault.settings(watch=False)
+    writer = Service(settings, shared=True)
+    follower = Service(settings, shared=True)
+    try:
+        writer.spaces["notes"].writing.run_reconcile()
+        assert found(follower, "premier") == ["a"]
+        vault.write("b.md", note("b", "second"))
+        writer.spaces["notes"].writing.run_reconcile()
+        assert found(follower, "second") == ["b"]
+        assert follower.status()[0].notes == 2
+    finally:
+        follower.stop()
+        writer.stop()
+
+
 def test_a_follower_keeps_answering_while_the_writer_rebuilds_an_emptied_index(vault: Vault):
     """A repair empties the index before reading the notes again; its writer
     keeps its older searcher until the rebuild commits, and so do followers.
