@@ -68,12 +68,23 @@ class NoteReader:
         fmt = formats.for_path(source.path)
         if fmt is None or not any(fmt is pooled for pooled in POOLED_FORMATS):
             return None
-        limit = formats.byte_limit(fmt, self.settings.max_file_bytes)
-        too_big = source.size > limit
-        skipped_for_size = too_big and (fmt.max_bytes is not None or self.settings.oversize == "skip")
-        if skipped_for_size or marks.quarantined(source) is not None:
+        limit, for_size = self._size_rule(fmt, source)
+        if for_size is not None or marks.quarantined(source) is not None:
             return None
         return Job(source, limit)
+
+    def _size_rule(self, fmt: formats.NoteFormat, source: SourceFile) -> tuple[int, str | None]:
+        """The most of `source` read, and why it is not parsed for its size
+        (None: it is, cut to that many bytes when larger): decided here only,
+        for `read` and for what a process may parse ahead (`job_for`)."""
+        limit = formats.byte_limit(fmt, self.settings.max_file_bytes)
+        if source.size <= limit:
+            return limit, None
+        if fmt.max_bytes is not None:  # the format needs whole files: never cut one
+            return limit, f"larger than {limit} bytes, the most a {fmt.name} file is read at ({source.size})"
+        if self.settings.oversize == "skip":
+            return limit, f"larger than max_file_bytes ({source.size} > {limit})"
+        return limit, None
 
     def read(
         self, source: SourceFile, marks: Marks, clock: Callable[[], float], ahead: Parsed | None = None
@@ -87,21 +98,20 @@ class NoteReader:
         set_aside = marks.quarantined(source)
         if set_aside is not None:
             return Skip(bare, set_aside)
-        limit = formats.byte_limit(fmt, self.settings.max_file_bytes)
-        too_big = source.size > limit
-        if too_big and fmt.max_bytes is not None:  # the format needs whole files: never cut one
-            return Skip(bare, f"larger than {limit} bytes, the most a {fmt.name} file is read at ({source.size})")
-        if ahead is not None:
+        limit, for_size = self._size_rule(fmt, source)
+        if for_size is not None and fmt.max_bytes is not None:  # not even read
+            return Skip(bare, for_size)
+        if ahead is not None and for_size is None:  # else read here: skipped, its digest recorded
             entry = Entry(source.mtime_ns, source.size, ahead.digest, None)
             if ahead.head is None:
                 return Skip(entry, ahead.not_a_note)
             read: Read | Skip | Later = Read(entry, ahead.head, document(ahead.parts) if ahead.parts else None)
             took = ahead.cpu_seconds
         else:
-            read, took = self._parse_here(fmt, source, limit, clock)
+            read, took = self._parse_here(fmt, source, limit, clock, for_size)
         if not isinstance(read, Read):
             return read
-        if too_big:
+        if source.size > limit:
             log.warning("note_truncated", space=self.space, path=source.path, size=source.size, kept=limit)
         budget = read_budget(source.size)
         if took > budget:  # every edit and rebuild would pay it again
@@ -112,7 +122,7 @@ class NoteReader:
         return read
 
     def _parse_here(
-        self, fmt: formats.NoteFormat, source: SourceFile, limit: int, clock: Callable[[], float]
+        self, fmt: formats.NoteFormat, source: SourceFile, limit: int, clock: Callable[[], float], for_size: str | None
     ) -> tuple[Read | Skip | Later, float]:
         try:
             raw, too_big = note_file.read_bounded(self.root_real, source, limit)
@@ -122,8 +132,8 @@ class NoteReader:
             stop_if_short(exc, source.path)
             return Later(f"cannot read: {exc.strerror}"), 0.0
         entry = Entry(source.mtime_ns, source.size, note_file.digest(raw), None)
-        if too_big and self.settings.oversize == "skip":
-            return Skip(entry, f"larger than max_file_bytes ({source.size} > {limit})"), 0.0
+        if for_size is not None:
+            return Skip(entry, for_size), 0.0
         started = clock()
         try:
             note = note_file.parse(fmt, raw, source, too_big)

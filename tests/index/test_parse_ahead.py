@@ -65,10 +65,10 @@ def write_vault(vault: Vault) -> int:
     return 90 + 2 + 2 + 1 + 2
 
 
-def build(vault: Vault, name: str, processes: int) -> Service:
+def build(vault: Vault, name: str, processes: int, **settings: Any) -> Service:
     config = SpaceConfig("notes", vault.root / "notes", "auto", languages=("fr", "en"), collections=COLLECTIONS)
     return vault.service(
-        spaces=(config,), index_dir=vault.index_dir / name, parse_processes=processes, max_file_bytes=6000
+        spaces=(config,), index_dir=vault.index_dir / name, parse_processes=processes, max_file_bytes=6000, **settings
     )
 
 
@@ -138,6 +138,24 @@ def test_notes_parsed_ahead_make_the_index_the_writer_alone_makes(vault: Vault, 
         assert [q for q, found in zip(QUERIES, answers(alone, QUERIES), strict=True) if not found] == []
         (status,) = ahead.status()
         assert (status.notes, status.skipped, status.languages) == (94, 3, alone.status()[0].languages)
+        assert ahead.status()[0].skipped_notes == alone.status()[0].skipped_notes
+    finally:
+        alone.stop()
+        ahead.stop()
+
+
+def test_a_file_skipped_for_its_size_is_left_to_the_writer(vault: Vault, counted: list[int]):
+    """With `oversize = "skip"`, the note larger than max_file_bytes is not
+    given to a process (one rule decides, for the writer and for what is
+    parsed ahead): the writer reads it to skip it, with its reason, as alone."""
+    pooled = write_vault(vault)
+    alone = build(vault, "alone", 1, oversize="skip")
+    ahead = build(vault, "ahead", 2, oversize="skip")
+    try:
+        assert counted == [pooled - 1]  # long.md
+        assert documents(ahead) == documents(alone)
+        skipped = {note.path: note.reason for note in ahead.status()[0].skipped_notes}
+        assert skipped["long.md"].startswith("larger than max_file_bytes")
         assert ahead.status()[0].skipped_notes == alone.status()[0].skipped_notes
     finally:
         alone.stop()
