@@ -84,7 +84,7 @@ def answers(service: Service, queries: list[str]) -> list[list[tuple[str, float]
     first, notes of one score by id: Tantivy's indexing threads place notes
     in segments in no set order, and notes of equal score come in the order
     of their place (a first page of 20 among 30 tied notes was not the same
-    page twice, 1 run in 13 under load)."""
+    page twice, 2 runs of 17 beside CI)."""
     found = []
     for query in queries:
         response = service.search("notes", query, FeedFilter(), 100)
