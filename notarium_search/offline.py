@@ -184,7 +184,7 @@ def _semantic_row(space: Space, fingerprint: str | None) -> dict[str, Any]:
         return {"state": "off", "embedded": None, "total": None, "reason": None}
     if fingerprint.startswith("!"):
         return {"state": "unavailable", "embedded": None, "total": None, "reason": fingerprint[1:]}
-    from notarium_search.semantic.index import count_embedded  # numpy: only when on
+    from notarium_search.semantic.counting import count_embedded  # only when on
 
     notes = (payload.to_note() for payload in lexical.all_payloads(space.lexical))
     remote = fingerprint == REMOTE

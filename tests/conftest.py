@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-import notarium_search.semantic  # noqa: F401 - loads onnxruntime before any test imports usearch
 from notarium_search.logsetup import configure_logging
+from notarium_search.semantic.load_order import before_usearch
 from notarium_search.service import Service
 from notarium_search.settings import CollectionConfig, Settings, SpaceConfig
 from tests.fake_hub import FakeHub, serving
@@ -32,6 +32,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 
 configure_logging("warning")
+before_usearch()  # onnxruntime first: a test importing usearch itself would make a later embedder crash
 
 TEST_CLIENT_HOST = "testserver.local"
 WAIT_SECONDS = 60.0  # a bound on waiting for a 2-core machine at a tenth of its speed; usually under a second

@@ -19,7 +19,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +34,6 @@ from notarium_search.semantic.manifest import (
     Record,
     decode_calibrated,
     encode,
-    saved_records,
 )
 from notarium_search.semantic.probes import Calibration, measured, probe_queries
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
@@ -81,40 +80,6 @@ class SemanticProgress:
     embedded: int = 0  # fragments embedded since the current build started
     started_at: float = field(default_factory=time.monotonic)
     last_checkpoint: float = field(default_factory=time.monotonic)
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddedCount:
-    """How many of the notes' fragments have their vector in a saved index."""
-
-    embedded: int
-    total: int
-    stale: str | None = None  # why none counts (vectors of another model or chunking), else None
-
-
-def count_embedded(directory: Path, model_fingerprint: str | None, notes: Iterable[ParsedNote]) -> EmbeddedCount:
-    """Read-only, from the saved manifest and the notes (no model loaded): the
-    fragments `plan` would want for `notes`, and how many of them the saved
-    vectors hold. What `notarium-search status` shows beside a service.
-    `model_fingerprint` None: the vectors are counted whatever model made them."""
-    try:
-        fingerprint, saved = saved_records((directory / "vectors.json").read_bytes())
-    except FileNotFoundError:
-        return _count(notes, {}, None)
-    except (OSError, ManifestUnreadable) as exc:
-        return _count(notes, {}, f"vector manifest unreadable ({exc}): rebuilt by the service")
-    if model_fingerprint is not None and fingerprint != f"{model_fingerprint}-{CHUNKING_FINGERPRINT}":
-        return _count(notes, {}, "vectors made with another model or chunking: every fragment is embedded again")
-    return _count(notes, saved, None)
-
-
-def _count(notes: Iterable[ParsedNote], saved: Mapping[str, list[Record]], stale: str | None) -> EmbeddedCount:
-    embedded = total = 0
-    for note in notes:
-        wanted = {f.id for f in chunk_note(note)}
-        total += len(wanted)
-        embedded += sum(1 for record in saved.get(note.id, ()) if record.id in wanted)
-    return EmbeddedCount(embedded, total, stale)
 
 
 def text_digest(text: str) -> str:

@@ -21,6 +21,7 @@ import mmap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from notarium_search.semantic.load_order import before_usearch
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def restore(path: Path, data: bytes | mmap.mmap, index: Index, view: bool = Fals
     """`index` (new and empty, of the dimension expected) loaded (copied into
     memory) from verified bytes, or mapped from the file that held them
     (`view`: the file is never rewritten in place, a checkpoint writes a new one)."""
+    before_usearch()
     from usearch.compiled import MetricKind, ScalarKind
     from usearch.index import Index
 

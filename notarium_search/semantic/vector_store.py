@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic import vector_arrays
+from notarium_search.semantic.load_order import before_usearch
 from notarium_search.semantic.vector_file import checksum_of, map_file, read_verified, restore
 from notarium_search.storage.atomic import write_atomic
 
@@ -310,6 +311,7 @@ class VectorStore:
 
 
 def _new_index(dim: int) -> Index:
+    before_usearch()
     from usearch.index import Index
 
     return Index(
