@@ -70,7 +70,8 @@ class Follower:
         self._reconcile_asked = False
         self._reconcile_paths: set[str] | None = set()  # None: every file
         self._asking = threading.Lock()  # request threads ask, the peer thread sends
-        # The peer thread's looks and a /status request's (`status`) take turns.
+        # The peer thread's looks and every request's catch-up (`catch_up`,
+        # from Service.space; `status`) take turns.
         self._catching_up = threading.Lock()
 
     def refresh(self) -> None:
@@ -212,21 +213,26 @@ class Follower:
 
     def catch_up(self) -> None:
         """Before a request reads the space: the writer's last status and
-        commit (two stats when nothing changed, ~10 µs). The writer publishes
+        commit (two stats when nothing changed: 5.7 µs measured in process). The writer publishes
         what its /status says before it says it (space_writer.py): a client
         told "ready", or that an edit is in, by one worker is not told
         otherwise by the next (at start, a page polling /status, or a test,
         between the writer's word and this worker's next look: up to
         FOLLOW_INTERVAL_SECONDS and a reload). Only the status and the
         searcher: the channels follow at the peer thread's next look."""
+        with self._catching_up:
+            self._catch_up_quietly()
+
+    def _catch_up_quietly(self) -> None:
         # On failure, what it has: the peer loop's next look tries again, and logs why.
-        with self._catching_up, contextlib.suppress(StorageFault, IndexFolderMissing, OSError, ValueError):
+        with contextlib.suppress(StorageFault, IndexFolderMissing, OSError, ValueError):
             self._catch_up()
 
     def status(self, space: Space) -> SpaceStatus:
-        """The writer's status, with this worker's note count and channels."""
-        self.catch_up()
+        """The writer's status, with this worker's note count and channels:
+        caught up and read under one turn of `_catching_up`."""
         with self._catching_up:
+            self._catch_up_quietly()
             published = self.published
             notes = int(self.lexical.searcher().num_docs)
         if published is None:
