@@ -37,7 +37,9 @@ def open_space(config: SpaceConfig, settings: Settings, role: Role, *, rebuild: 
     """The space, opened for `role` (see the module's docstring). Its writer
     thread, watcher or peer looks start with `Space.start`."""
     directory = settings.index_dir / config.name
-    manifest = Manifest.load(directory / "manifest.json", index_fingerprint(config, settings))
+    # A follower reads no file's record: what it tells comes from its writer.
+    load = Manifest.load_head if role is Role.FOLLOWER else Manifest.load
+    manifest = load(directory / "manifest.json", index_fingerprint(config, settings))
     writes = role in (Role.WRITER, Role.SHARED_WRITER)
     lock = WriterLock(config.name, directory)
     if writes:

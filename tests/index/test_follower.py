@@ -356,6 +356,33 @@ def test_a_follower_says_no_less_than_the_writer_said(vault: Vault):
         writer.stop()
 
 
+def test_a_follower_holds_no_file_records(vault: Vault):
+    """The file manifest's records are the writer's (what to read again, which
+    id a path has): a follower, whose status is the writer's, loads only its
+    head. Loaded whole, they were 29 MiB of every worker at 50,000 notes."""
+    for n in range(5):
+        vault.write(f"n{n}.md", note(f"n{n}", f"note {n}"))
+    settings = vault.settings(watch=False)
+    writer = Service(settings, shared=True)
+    try:
+        writer.spaces["notes"].writing.run_reconcile()
+        written = writer.spaces["notes"].manifest
+        assert len(written.entries) == 5
+        assert written.opstamp is not None
+        follower = Service(settings, shared=True)
+        try:
+            followed = follower.spaces["notes"].manifest
+            assert isinstance(follower.spaces["notes"].role, Follower)
+            assert followed.entries == {}
+            assert (followed.opstamp, followed.unread) == (written.opstamp, written.unread)
+            assert follower.spaces["notes"].mismatch is None
+            assert sorted(found(follower, "note")) == [f"n{n}" for n in range(5)]
+        finally:
+            follower.stop()
+    finally:
+        writer.stop()
+
+
 def test_a_follower_answers_from_the_writers_last_commit(vault: Vault):
     """A note the writer committed is in the next answer of every worker, not
     only after that worker's next look (no peer loop runs here)."""
