@@ -213,13 +213,14 @@ class Follower:
 
     def catch_up(self) -> None:
         """Before a request reads the space: the writer's last status and
-        commit (two stats when nothing changed: 5.7 µs measured in process). The writer publishes
-        what its /status says before it says it (space_writer.py): a client
-        told "ready", or that an edit is in, by one worker is not told
-        otherwise by the next (at start, a page polling /status, or a test,
-        between the writer's word and this worker's next look: up to
-        FOLLOW_INTERVAL_SECONDS and a reload). Only the status and the
-        searcher: the channels follow at the peer thread's next look."""
+        commit (two stats when nothing changed: 5.7 µs, measured in process).
+        The writer publishes what its /status says before it says it
+        (space_writer.py): a client told "ready", or that an edit is in, by
+        one worker is not told otherwise by the next (at start, a page
+        polling /status, or a test, between the writer's word and this
+        worker's next look: up to FOLLOW_INTERVAL_SECONDS and a reload).
+        Only the status and the searcher: the channels follow at the peer
+        thread's next look."""
         with self._catching_up:
             self._catch_up_quietly()
 
