@@ -58,21 +58,23 @@ def wants_model_process(settings: Settings, workers: int) -> bool:
 
 
 def socket_folder(settings: Settings) -> Path | None:
-    """A new folder (mode 0700) for the socket: in the system's temporary
-    folder, else (a container run with a read-only root) in the index folder
-    when its path leaves room for the socket's name; None: neither (logged,
-    and each worker loads its own model, as before)."""
+    """A new folder (mode 0700) for the sockets between a `serve`'s processes
+    (the model process's, each space writer's link graph: graph/remote.py):
+    in the system's temporary folder, else (a container run with a read-only
+    root) in the index folder when its path leaves room for a socket's name;
+    None: neither (logged; each worker then loads its own model and reads its
+    own link graph, as before)."""
     places: list[str | None] = [None, str(settings.index_dir)]
     for place in places:
         try:
-            folder = Path(tempfile.mkdtemp(prefix=".notarium-model-", dir=place))
+            folder = Path(tempfile.mkdtemp(prefix=".notarium-sockets-", dir=place))
         except OSError as exc:
-            log.warning("model_process_folder", place=place or tempfile.gettempdir(), error=str(exc))
+            log.warning("sockets_folder", place=place or tempfile.gettempdir(), error=str(exc))
             continue
         if len(str(folder / SOCKET_NAME)) < SOCKET_PATH_MAX:
             return folder
         shutil.rmtree(folder, ignore_errors=True)
-    log.warning("model_process_unavailable", reason="no folder for its socket: each worker loads its own model")
+    log.warning("sockets_unavailable", reason="no folder for the sockets: each worker loads its own model and graph")
     return None
 
 

@@ -269,11 +269,9 @@ class Service:
         payload = payloads.get(note_id)
         if payload is None or not space.on_disk(payload.summary()):
             raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
-        space.graph.ensure_built()
-        graph = space.graph.graph
-        outgoing = graph.outgoing(note_id)
+        outgoing, backlinking = space.graph.links(note_id)
         linked = lexical.payloads_by_id(
-            space.lexical, {link.target_id for link in outgoing if link.target_id} | set(graph.backlinks(note_id))
+            space.lexical, {link.target_id for link in outgoing if link.target_id} | set(backlinking)
         )
         links: list[NoteLink] = []
         dangling: list[NoteLink] = []
@@ -281,7 +279,7 @@ class Service:
             target = linked.get(link.target_id) if link.target_id else None
             entry = NoteLink(link.target, link.heading, link.alias, target.summary() if target else None)
             (links if target else dangling).append(entry)
-        backlinks = tuple(linked[i].summary() for i in graph.backlinks(note_id) if i in linked)
+        backlinks = tuple(linked[i].summary() for i in backlinking if i in linked)
         text = read_markdown(space.config.path, payload.path, self.settings.max_file_bytes) if content else None
         record = metadata.record(payload, self.settings.activation_fields)
         body = body_of(text) if text is not None else None
@@ -308,9 +306,7 @@ class Service:
         """The id of the note a link `[[target]]` written nowhere in particular
         opens (path, file name, title or alias, ignoring case and accents:
         graph/links.py), as the space's own links resolve; None when none."""
-        graph = self.space(name).graph
-        graph.ensure_built()  # as note() does: read once, kept in step by the writer
-        return graph.graph.resolve("", target)
+        return self.space(name).graph.resolve(target)  # read once, kept in step by the writer
 
     @guarded
     def highlights(

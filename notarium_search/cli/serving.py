@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import shutil
 import socket
 import sys
 import time
@@ -52,9 +53,12 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
 
     workers = worker_count(settings)
     shared = workers > 1  # several workers: each space written by one, followed by the others
-    folder = socket_folder(settings) if wants_model_process(settings, workers) else None
-    model = ModelProcess(settings, folder) if folder is not None else None
-    if model is not None:  # one copy of the model for every worker (issue 34)
+    # The workers' sockets: one copy of the model and of each space's link graph for all (issue 34).
+    folder = socket_folder(settings) if shared else None
+    model = ModelProcess(settings, folder) if folder is not None and wants_model_process(settings, workers) else None
+    if folder is not None:
+        settings = replace(settings, sockets_dir=folder)
+    if model is not None:
         settings = replace(settings, model_socket=model.socket_path)
         os.environ[MODEL_SOCKET_ENV] = str(model.socket_path)  # the workers' semantic/__init__.py reads it
     served = settings
@@ -68,13 +72,15 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
         # exits, which the supervisor restarts until it gives up on a crash loop.
         return create_app(served, Service(served, shared=shared))
 
-    if model is None:
-        return serve(settings, load_app)
-    model.start()
     try:
+        if model is not None:
+            model.start()
         return serve(settings, load_app)
     finally:
-        model.stop()
+        if model is not None:
+            model.stop()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def port_unavailable(host: str, port: int, waiting: bool = False) -> str | None:

@@ -6,6 +6,9 @@ the first request that needs links (the note endpoint), so that a service
 that never asks pays no memory for it (~27 MiB at 10,000 notes). Once built,
 the writer thread updates it after each lexical pass, from the committed
 notes; request threads read it.
+
+A follower of a `serve` whose writer serves its graph (graph/remote.py)
+holds none: it asks the writer (`remote`), one question a query.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ import threading
 from collections.abc import Iterable
 
 from notarium_search.channel import ChannelHooks
-from notarium_search.graph.links import LinkGraph, NoteLinks
-from notarium_search.graph.ranking import explain, rank_neighbours
+from notarium_search.errors import ChannelUnavailable
+from notarium_search.graph.links import Link, LinkGraph, NoteLinks
+from notarium_search.graph.ranking import GraphHit, explain, rank_neighbours
+from notarium_search.graph.remote import Answer, GraphUnreachable, LinksOf, Question, Rank, RemoteGraph, Resolve
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
@@ -30,8 +35,11 @@ class GraphChannel(ChannelHooks):
     name = CHANNEL
     needs = frozenset({"seeds"})  # it follows links from the notes the text channels found
 
-    def __init__(self, space_name: str, lexical_index: LexicalIndex, enabled: bool, k: float) -> None:
-        """`k`: the fusion's RRF constant, with which a seed's rank weighs its neighbours."""
+    def __init__(
+        self, space_name: str, lexical_index: LexicalIndex, enabled: bool, k: float, remote: RemoteGraph | None = None
+    ) -> None:
+        """`k`: the fusion's RRF constant, with which a seed's rank weighs its
+        neighbours. `remote`: the writer's graph, asked instead of one read here."""
         self.space_name = space_name
         self.lexical = lexical_index
         self.enabled = enabled
@@ -42,12 +50,17 @@ class GraphChannel(ChannelHooks):
         # a pass: a build on a request thread then never misses a pass.
         self._build_lock = threading.Lock()
         self._writers: ChannelStatus | None = None  # on a follower: the writer's graph, as it published it
+        self.remote = remote
+        # A follower whose writer did not answer: why, until a look finds it listening again (`follow`).
+        self._unreachable: str | None = None
 
     # -- writer thread -----------------------------------------------------
 
     def after_lexical(self, changed: Iterable[str], deleted: Iterable[str]) -> None:
         """With the channel on, the first call reads every note; once built,
         a call applies what changed."""
+        if self.remote is not None:
+            return  # the writer's graph followed its own pass
         with self._build_lock:
             if not self.built:
                 if self.enabled:
@@ -57,6 +70,8 @@ class GraphChannel(ChannelHooks):
 
     def rebuild(self) -> None:
         """Read every note's links again (after a full reindex), if the graph is in use."""
+        if self.remote is not None:
+            return
         with self._build_lock:
             if self.built or self.enabled:
                 self.graph = LinkGraph()
@@ -64,7 +79,7 @@ class GraphChannel(ChannelHooks):
 
     def ensure_built(self) -> None:
         """Read the graph now if nothing has yet (a request that needs links)."""
-        if not self.built:
+        if not self.built and self.remote is None:
             with self._build_lock:
                 if not self.built:
                     self._build()
@@ -87,23 +102,47 @@ class GraphChannel(ChannelHooks):
 
     @property
     def ready(self) -> bool:
+        if self.remote is not None:
+            writers = self._writers
+            return (
+                self.enabled
+                and self._unreachable is None
+                and writers is not None
+                and writers.state == ChannelState.READY
+            )
         return self.enabled and self.built
 
     @property
     def building(self) -> bool:
+        if self.remote is not None:
+            writers = self._writers
+            return (
+                self.enabled
+                and self._unreachable is None
+                and (writers is None or writers.state == ChannelState.BUILDING)
+            )
         return self.enabled and not self.built
 
     def why_not_ready(self) -> str:
+        if self._unreachable is not None:
+            return self._unreachable
         return "GRAPH_BOOST is off" if not self.enabled else "reading the notes' links"
 
     def follow(self, published: ChannelStatus | None) -> bool:
         """A follower's graph follows its own searcher (the journal's changes:
-        `after_lexical`); while the writer reads the links, its status says so."""
+        `after_lexical`), or is its writer's (`remote`); while the writer reads
+        the links, its status says so. A writer that did not answer is looked
+        for again at each look."""
         self._writers = published
+        if self._unreachable is not None and self.remote is not None and self.remote.reachable():
+            log.info("graph_writer_reachable", space=self.space_name)
+            self._unreachable = None
         return False
 
     def status(self) -> ChannelStatus:
-        if self._writers is not None and self._writers.state != ChannelState.READY:
+        if self._unreachable is not None:
+            return ChannelStatus(ChannelState.UNAVAILABLE, self._unreachable)
+        if self._writers is not None and (self.remote is not None or self._writers.state != ChannelState.READY):
             return self._writers
         stats = self.graph.stats() if self.built else None
         links = stats.links if stats else None
@@ -116,13 +155,33 @@ class GraphChannel(ChannelHooks):
             state, reason = ChannelState.READY, None
         return ChannelStatus(state, reason, links=links, dangling=dangling)
 
+    def links(self, note_id: str) -> tuple[tuple[Link, ...], tuple[str, ...]]:
+        """A note's outgoing links (`target_id` None: dangling) and the notes
+        linking to it, sorted; the graph read first if nothing has yet.
+        `ChannelUnavailable` when the writer that holds it does not answer."""
+        if self.remote is not None:
+            answer = self._ask(LinksOf(note_id))
+            return tuple(answer.outgoing), tuple(answer.backlinks)
+        self.ensure_built()
+        return self.graph.outgoing(note_id), self.graph.backlinks(note_id)
+
+    def resolve(self, target: str) -> str | None:
+        """The note a link `[[target]]` written nowhere in particular opens, or None."""
+        if self.remote is not None:
+            return self._ask(Resolve(target)).resolved
+        self.ensure_built()
+        return self.graph.resolve("", target)
+
     def search(self, query: ChannelQuery) -> ChannelResult:
         """Notes linked with the best text hits (`query.seeds`, best first, as
         many as the caller wants to seed with)."""
         allowed = lexical.note_ids_matching(self.lexical, query.filters)
         seeds = [note.id for note in query.seeds]
         titles = {note.id: note.title for note in query.seeds}
-        neighbours = rank_neighbours(self.graph, seeds, self.k, len(seeds))
+        try:
+            neighbours = self._neighbours(seeds)
+        except ChannelUnavailable:
+            return ChannelResult(CHANNEL, ())  # said by `caveat`, and `degraded` from the next query on
         ranked = [h for h in neighbours if allowed is None or h.note_id in allowed][: query.depth]
         notes = lexical.summaries_by_id(self.lexical, [h.note_id for h in ranked])
         hits = tuple(
@@ -136,4 +195,36 @@ class GraphChannel(ChannelHooks):
         return ()  # a link says nothing of the query's words: text channels' snippets are shown
 
     def caveat(self, result: ChannelResult) -> str | None:
-        return None  # it follows notes that passed a text channel; hubs are weighed down in its scores
+        # It follows notes that passed a text channel; hubs are weighed down in
+        # its scores. A writer that did not answer this query's question is said.
+        return self._unreachable if not result.hits else None
+
+    # -- the writer's answers to its followers (graph/remote.py) --------------
+
+    def answer(self, question: Question) -> Answer:
+        """A follower's question, answered from this (the writer's) graph."""
+        if isinstance(question, Rank):
+            if not self.ready:
+                return Answer(refused=self.why_not_ready())
+            return Answer(hits=rank_neighbours(self.graph, question.seeds, question.k, question.max_seeds))
+        if isinstance(question, LinksOf):
+            outgoing, backlinks = self.links(question.note_id)
+            return Answer(outgoing=list(outgoing), backlinks=list(backlinks))
+        return Answer(resolved=self.resolve(question.target))
+
+    def _neighbours(self, seeds: list[str]) -> list[GraphHit]:
+        if self.remote is None:
+            return rank_neighbours(self.graph, seeds, self.k, len(seeds))
+        return self._ask(Rank(seeds, self.k, len(seeds))).hits
+
+    def _ask(self, question: Question) -> Answer:
+        assert self.remote is not None
+        try:
+            answer = self.remote.ask(question)
+        except GraphUnreachable as exc:
+            self._unreachable = f"the space's writer holds its link graph and did not answer: {exc}"
+            log.warning("graph_writer_unreachable", space=self.space_name, error=str(exc))
+            raise ChannelUnavailable(self._unreachable) from exc
+        if answer.refused is not None:
+            raise ChannelUnavailable(answer.refused)
+        return answer

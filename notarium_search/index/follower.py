@@ -166,6 +166,8 @@ class Follower:
         return None
 
     def stop(self, timeout: float = 30.0) -> None:
+        if self.space.graph.remote is not None:
+            self.space.graph.remote.close()
         self.lexical.close()
 
     def attach_embedder(self, embedder: Any) -> None:

@@ -472,6 +472,10 @@ class Settings:
     """The Unix socket of a model process that embeds for
     this one (semantic/model_server.py): set by `serve` for its workers when
     several search with VECTOR_SEARCH and a local pack; not to be set by hand."""
+    sockets_dir: Path | None = None
+    """Not a setting: the folder (mode 0700) of a `serve`'s sockets between its
+    processes, made by `serve` when it has several workers: each space
+    writer's link graph listens there for the other workers (graph/remote.py)."""
 
     def space_config(self, name: str) -> SpaceConfig | None:
         return next((s for s in self.spaces if s.name == name), None)

@@ -1,0 +1,288 @@
+"""A space's link graph held once per service: its writer answers the other
+workers' questions about links over a Unix socket (issue 34).
+
+Each worker of a `serve` used to read every note's links into a graph of its
+own: ~95 MiB of RssAnon a worker at 50,000 notes (docs/benchmarks.md), the
+largest thing a follower held. Now the writer, which keeps its graph in step
+with its passes anyway, serves it (`GraphServer`), and a follower asks
+(`RemoteGraph`): the graph channel's neighbours of a query's seeds (one
+question a query), a note's links and backlinks, what a link names.
+
+The socket lives in the serve's sockets folder (mode 0700, made by `serve`:
+model_process.py `socket_folder`), so only the service's user connects.
+Frames are a 4-byte length and a msgpack body, each side bounded.
+
+A writer that does not answer (dying, restarting, a new one not yet
+listening) raises `GraphUnreachable`: the graph channel then degrades like a
+channel still building, and the note endpoint says 503 (graph/channel.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import socket
+import socketserver
+import struct
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from queue import Empty, SimpleQueue
+
+import msgspec
+
+from notarium_search.graph.links import Link
+from notarium_search.graph.ranking import GraphHit
+from notarium_search.logsetup import get_logger
+
+SOCKET_PATH_MAX = 108  # sun_path's size on Linux, its terminating zero included
+# A question is a few seed ids; an answer a note's links. Anything longer is
+# not one of ours: the connection is closed.
+FRAME_MAX_BYTES = 64 * 1024 * 1024
+_LENGTH = struct.Struct(">I")
+# How long a follower waits for an answer: a note's links at the first
+# question of a service without GRAPH_BOOST make the writer read every note's
+# links (~5 s at 50,000 notes on 2 cores); a loaded machine is allowed more.
+ANSWER_TIMEOUT_SECONDS = 60.0
+# Connections a follower keeps open between questions (one per request
+# thread asking at once; more are closed after their answer).
+IDLE_CONNECTIONS = 8
+
+log = get_logger(__name__)
+
+
+class GraphUnreachable(RuntimeError):
+    """The space's writer did not answer (not listening, gone, or its answer broken)."""
+
+
+class Rank(msgspec.Struct, tag="rank", frozen=True):
+    """The graph channel's neighbours of a query's seeds (graph/ranking.py)."""
+
+    seeds: list[str]
+    k: float
+    max_seeds: int
+
+
+class LinksOf(msgspec.Struct, tag="links", frozen=True):
+    """A note's outgoing links (resolved or dangling) and its backlinks."""
+
+    note_id: str
+
+
+class Resolve(msgspec.Struct, tag="resolve", frozen=True):
+    """The note a link written nowhere in particular names."""
+
+    target: str
+
+
+Question = Rank | LinksOf | Resolve
+
+
+class Answer(msgspec.Struct, frozen=True):
+    hits: list[GraphHit] = []
+    outgoing: list[Link] = []
+    backlinks: list[str] = []
+    resolved: str | None = None
+    refused: str | None = None  # why the writer's graph cannot answer now (not yet read: GRAPH_BOOST building)
+
+
+Answering = Callable[[Question], Answer]
+
+
+def graph_socket(folder: Path, space: str) -> Path | None:
+    """The socket of `space`'s graph in the serve's sockets folder; None when
+    the path would not fit a Unix socket's (then each worker keeps its own graph)."""
+    digest = hashlib.sha256(space.encode()).hexdigest()[:16]  # any space name, a short fixed file name
+    path = folder / f"graph-{digest}.sock"
+    return path if len(os.fsencode(path)) < SOCKET_PATH_MAX else None
+
+
+def _send(sock: socket.socket, body: bytes) -> None:
+    sock.sendall(_LENGTH.pack(len(body)) + body)
+
+
+def _receive(sock: socket.socket) -> bytes | None:
+    """One frame's body; None at a clean end of the connection."""
+    head = _exactly(sock, _LENGTH.size, eof_ok=True)
+    if head is None:
+        return None
+    (length,) = _LENGTH.unpack(head)
+    if length > FRAME_MAX_BYTES:
+        raise ValueError(f"a frame of {length} bytes")
+    body = _exactly(sock, length, eof_ok=False)
+    assert body is not None
+    return body
+
+
+def _exactly(sock: socket.socket, size: int, eof_ok: bool) -> bytes | None:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            if eof_ok and not chunks:
+                return None
+            raise ConnectionError("the connection ended within a frame")
+        chunks += chunk
+    return bytes(chunks)
+
+
+_QUESTIONS = msgspec.msgpack.Decoder(Question)
+_ANSWERS = msgspec.msgpack.Decoder(Answer)
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        self.server.opened(sock)
+        try:
+            while (body := _receive(sock)) is not None:
+                _send(sock, _ENCODER.encode(self.server.answering(_QUESTIONS.decode(body))))
+        except (OSError, ValueError, msgspec.DecodeError) as exc:
+            log.debug("graph_connection_closed", error=str(exc))
+        finally:
+            self.server.closed(sock)
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: Path, answering: Answering) -> None:
+        self.answering = answering
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(str(path), _Handler)
+
+    def opened(self, sock: socket.socket) -> None:
+        with self._open_lock:
+            self._open.add(sock)
+
+    def closed(self, sock: socket.socket) -> None:
+        with self._open_lock:
+            self._open.discard(sock)
+
+    def end_connections(self) -> None:
+        """Its answers end with it: a follower's open connection fails, and it asks again elsewhere."""
+        with self._open_lock:
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+class GraphServer:
+    """The writer's side: answers its followers from its own graph, on
+    threads of its own, from `start` to `stop`."""
+
+    def __init__(self, path: Path, answering: Answering, space: str) -> None:
+        self.path = path
+        self._answering = answering
+        self._space = space
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Listen. A socket file left by a writer that died is replaced: this
+        process holds the space's writer lock, so no live writer owns it."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        try:
+            self._server = _Server(self.path, self._answering)
+        except OSError as exc:
+            # The followers then find no writer to ask: their graph channel says so.
+            log.error("graph_server_failed", space=self._space, socket=str(self.path), error=str(exc))
+            return
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=f"graph-server-{self._space}", daemon=True
+        )
+        self._thread.start()
+        log.info("graph_server_listening", space=self._space, socket=str(self.path))
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.end_connections()
+        server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        if self._thread is not None:
+            self._thread.join()
+
+
+class RemoteGraph:
+    """A follower's side: the writer's graph, one question at a time per
+    connection, connections kept open between questions."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._idle: SimpleQueue[socket.socket] = SimpleQueue()
+
+    def ask(self, question: Question) -> Answer:
+        """The writer's answer; `GraphUnreachable` when there is none. A kept
+        connection that fails (the writer it reached is gone) is given one
+        more try on a new one, which reaches the writer listening now."""
+        body = _ENCODER.encode(question)
+        kept = self._kept()
+        if kept is not None:
+            try:
+                return self._exchange(kept, body)
+            except TimeoutError as exc:
+                raise GraphUnreachable(f"the writer did not answer within {ANSWER_TIMEOUT_SECONDS:.0f} s") from exc
+            except (OSError, ValueError, msgspec.DecodeError):
+                pass  # the writer it reached is gone
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(ANSWER_TIMEOUT_SECONDS)
+            sock.connect(str(self.path))
+        except OSError as exc:
+            sock.close()
+            raise GraphUnreachable(f"no writer listening ({exc.strerror or exc})") from exc
+        try:
+            return self._exchange(sock, body)
+        except (OSError, ValueError, msgspec.DecodeError) as exc:
+            raise GraphUnreachable(f"the writer did not answer ({exc})") from exc
+
+    def reachable(self) -> bool:
+        """Whether a writer listens now (a connection is opened, and kept)."""
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(ANSWER_TIMEOUT_SECONDS)
+            sock.connect(str(self.path))
+        except OSError:
+            sock.close()
+            return False
+        self._keep(sock)
+        return True
+
+    def close(self) -> None:
+        while (sock := self._kept()) is not None:
+            sock.close()
+
+    def _exchange(self, sock: socket.socket, body: bytes) -> Answer:
+        try:
+            _send(sock, body)
+            reply = _receive(sock)
+            if reply is None:
+                raise ConnectionError("the writer closed the connection")
+            answer = _ANSWERS.decode(reply)
+        except BaseException:
+            sock.close()
+            raise
+        self._keep(sock)
+        return answer
+
+    def _kept(self) -> socket.socket | None:
+        try:
+            return self._idle.get_nowait()
+        except Empty:
+            return None
+
+    def _keep(self, sock: socket.socket) -> None:
+        if self._idle.qsize() < IDLE_CONNECTIONS:
+            self._idle.put(sock)
+        else:
+            sock.close()

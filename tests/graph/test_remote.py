@@ -1,0 +1,172 @@
+"""A space's link graph held once per `serve` (graph/remote.py): the writer
+answers the other workers' questions about links over a Unix socket, and a
+follower holds no graph of its own. Two services in one process stand for two
+workers (tests/index/test_follower.py); the socket is a real one."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import struct
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from notarium_search.errors import ChannelUnavailable
+from notarium_search.graph.links import Link
+from notarium_search.graph.remote import Answer, GraphServer, LinksOf, RemoteGraph, Resolve
+from notarium_search.index.follower import Follower
+from notarium_search.index.space_writer import SpaceWriter
+from notarium_search.model_process import socket_folder
+from notarium_search.service import Service
+from notarium_search.types import ChannelState, FeedFilter
+from tests.conftest import Vault, eventually, ids
+
+
+def note(note_id: str, body: str) -> str:
+    return f"---\nid: {note_id}\n---\n{body}\n"
+
+
+@pytest.fixture
+def sockets(vault: Vault) -> Iterator[Path]:
+    """The serve's sockets folder, made as `serve` makes it (a pytest tmp_path
+    can be too long for a socket's path)."""
+    folder = socket_folder(vault.settings())
+    assert folder is not None
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def workers(vault: Vault, sockets: Path, **overrides: object) -> tuple[Service, Service]:
+    """A writer and a follower of one serve, started, the follower ready."""
+    settings = replace(vault.settings(watch=False), sockets_dir=sockets, **overrides)  # type: ignore[arg-type]
+    writer = Service(settings, shared=True)
+    follower = Service(settings, shared=True)
+    assert isinstance(follower.spaces["notes"].role, Follower)
+    writer.start()
+    follower.start()
+    eventually(lambda: follower.spaces["notes"].ready)
+    return writer, follower
+
+
+def graph_found(service: Service, text: str) -> dict[str, str]:
+    """The hits the graph channel brought, with why."""
+    response = service.search("notes", text, FeedFilter(), 20)
+    return {h.note.id: h.reason or "" for h in response.results if "graph" in h.channels}
+
+
+def server_of(writer: Service) -> GraphServer:
+    role = writer.spaces["notes"].role
+    assert isinstance(role, SpaceWriter)
+    assert role.graph_server is not None
+    return role.graph_server
+
+
+def test_a_follower_asks_the_writers_graph_and_holds_none(vault: Vault, sockets: Path):
+    vault.write("cafe.md", note("cafe", "Le café du matin. Voir [[the]]."))
+    vault.write("the.md", note("the", "Le thé vert."))
+    writer, follower = workers(vault, sockets, graph_boost=True)
+    try:
+        eventually(lambda: follower.status()[0].graph.state == ChannelState.READY)
+        assert graph_found(follower, "café") == {"the": "linked from: cafe"}
+        channel = follower.spaces["notes"].graph
+        assert channel.remote is not None
+        assert (len(channel.graph), channel.built) == (0, False)  # the writer's graph answered
+        assert len(writer.spaces["notes"].graph.graph) == 2
+        assert follower.status()[0].graph.links == 1  # the writer's count, as it published it
+        detail = follower.note("notes", "cafe")
+        assert [link.note.id for link in detail.links if link.note is not None] == ["the"]
+        assert follower.resolve_link("notes", "Thé") == "the"  # accents ignored, as the writer's graph resolves
+        assert follower.resolve_link("notes", "Nulle part") is None
+
+        # A new note: the writer's pass puts it in its graph, the follower sees it there.
+        vault.write("tisane.md", note("tisane", "Une tisane, comme [[cafe]]. [[Nulle part]]"))
+        follower.reindex("notes", full=False)
+        eventually(lambda: [n.id for n in follower.note("notes", "cafe").backlinks] == ["tisane"])
+        detail = follower.note("notes", "tisane")
+        assert [link.target for link in detail.dangling] == ["Nulle part"]
+        assert len(channel.graph) == 0
+    finally:
+        follower.stop()
+        writer.stop()
+
+
+def test_a_writer_that_does_not_answer_degrades_the_followers_graph_until_it_does(vault: Vault, sockets: Path):
+    vault.write("cafe.md", note("cafe", "Le café du matin. Voir [[the]]."))
+    vault.write("the.md", note("the", "Le thé vert."))
+    writer, follower = workers(vault, sockets, graph_boost=True)
+    try:
+        eventually(lambda: follower.status()[0].graph.state == ChannelState.READY)
+        assert graph_found(follower, "café") == {"the": "linked from: cafe"}
+        server = server_of(writer)
+        server.stop()  # a writer dying: its kept connections end, nothing listens
+
+        first = follower.search("notes", "café", FeedFilter(), 20)
+        assert ids(first) == ["cafe"]  # the text channels answered
+        assert "did not answer" in first.caveats["graph"]
+        second = follower.search("notes", "café", FeedFilter(), 20)
+        assert "did not answer" in second.degraded["graph"]
+        assert "graph" not in second.channels_used
+        status = follower.status()[0].graph
+        assert status.state == ChannelState.UNAVAILABLE
+        with pytest.raises(ChannelUnavailable):
+            follower.note("notes", "cafe")
+        role = follower.spaces["notes"].role
+        assert isinstance(role, Follower)
+        role.refresh()  # a look finds no writer listening
+        assert "graph" in follower.search("notes", "café", FeedFilter(), 20).degraded
+
+        server.start()  # a writer listening again (a new one, after a crash)
+        eventually(lambda: follower.spaces["notes"].graph.ready)  # the follower's next look
+        assert graph_found(follower, "café") == {"the": "linked from: cafe"}
+        assert [n.id for n in follower.note("notes", "the").backlinks] == ["cafe"]
+    finally:
+        follower.stop()
+        writer.stop()
+
+
+def test_without_graph_boost_the_writer_reads_the_links_at_a_followers_first_question(vault: Vault, sockets: Path):
+    vault.write("a.md", note("a", "alpha [[b]]"))
+    vault.write("b.md", note("b", "beta"))
+    writer, follower = workers(vault, sockets)
+    try:
+        graph = writer.spaces["notes"].graph
+        assert not graph.built  # nothing asked for links yet
+        assert [n.id for n in follower.note("notes", "b").backlinks] == ["a"]
+        assert graph.built
+        assert len(follower.spaces["notes"].graph.graph) == 0
+        assert "graph" not in follower.search("notes", "alpha", FeedFilter(), 20).degraded  # GRAPH_BOOST off: not asked
+    finally:
+        follower.stop()
+        writer.stop()
+
+
+def test_the_writers_server_closes_a_connection_that_is_not_ours_and_answers_the_next(tmp_path: Path, sockets: Path):
+    path = sockets / "graph-test.sock"
+    asked: list[object] = []
+
+    def answering(question: object) -> Answer:
+        asked.append(question)
+        return Answer(outgoing=[Link("b", "B", "Intro", None)], backlinks=["c"])
+
+    server = GraphServer(path, answering, "test")
+    server.start()
+    try:
+        for garbage in (struct.pack(">I", 0xFFFF_FFFF), struct.pack(">I", 3) + b"\xc1\xc1\xc1"):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+                raw.settimeout(30)
+                raw.connect(str(path))
+                raw.sendall(garbage)
+                assert raw.recv(16) == b""  # closed, without an answer
+        remote = RemoteGraph(path)
+        answer = remote.ask(LinksOf("a"))
+        assert answer.outgoing == [Link("b", "B", "Intro", None)]
+        assert answer.backlinks == ["c"]
+        assert remote.ask(Resolve("x")).resolved is None
+        assert asked == [LinksOf("a"), Resolve("x")]
+        remote.close()
+    finally:
+        server.stop()
+    assert not path.exists()
