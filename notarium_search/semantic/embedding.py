@@ -54,6 +54,14 @@ DEFAULT_BATCH_SIZE = 16
 # check has already sized the arena for (fragments are sorted by length first,
 # so batch-mates are of similar length and little is padding).
 ATTENTION_BUDGET_TEXTS = 1
+# The last run of each call (a query, a call's last batch of passages, the
+# load-time check) gives the arena's unused chunks back (onnxruntime's
+# "memory.enable_memory_arena_shrinkage"): the check's max_tokens text left
+# e5-small's process 30 MiB larger for good (235 → 205 MiB RssAnon once
+# shrunk), and a build's batches their peak. Measured side by side on 2 cores
+# (2026-12-06): 64 passages 3.21 s without, 3.13 s with (noise); a query
+# 7.23 → 7.29 ms p50, 10.12 → 10.11 p90.
+ARENA_SHRINK = "memory.enable_memory_arena_shrinkage"
 # No vocabulary token of the supported tokenizers is longer than 18
 # characters (words are separated by at least one more), so cutting a text at
 # 32 characters per allowed token before tokenising never changes the kept
@@ -196,6 +204,13 @@ def _open_session(model_path: Path, threads: int) -> Any:
         raise EmbedderUnavailable(f"cannot load {model_path}: {_first_line(exc)}") from exc
 
 
+def _shrinking_run() -> Any:
+    """Run options after which the session's arena gives its unused chunks back."""
+    options = _import_onnxruntime().RunOptions()
+    options.add_run_config_entry(ARENA_SHRINK, "cpu:0")
+    return options
+
+
 def _open_tokenizer(path: Path, max_tokens: int) -> TextTokenizer:
     """The pack's tokenizer (semantic/tokenizing.py: SentencePiece for the
     XLM-R family's unigram vocabularies, a fifth of the memory)."""
@@ -265,6 +280,7 @@ class OnnxEmbedder:
         self._output = _hidden_output(session)
         self._max_chars = config.max_tokens * MAX_CHARS_PER_TOKEN
         self._count_lock = threading.Lock()
+        self._shrinking = _shrinking_run()
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):
@@ -283,8 +299,8 @@ class OnnxEmbedder:
         while start < len(order):
             size = self._batch_for(len(encodings[order[start]].ids))
             rows = order[start : start + size]
-            vectors[rows] = self._run([encodings[i] for i in rows])
             start += size
+            vectors[rows] = self._run([encodings[i] for i in rows], last=start >= len(order))
         with self._count_lock:
             self.passages_embedded += len(texts)
         return vectors
@@ -318,13 +334,14 @@ class OnnxEmbedder:
             ) from exc
 
     def _embed(self, texts: list[str]) -> Vectors:
-        return self._run(self._encode(texts))
+        return self._run(self._encode(texts), last=True)
 
     def _encode(self, texts: list[str]) -> Sequence[HasIds]:
         return self._tokenizer.encode_batch([text[: self._max_chars] for text in texts])
 
-    def _run(self, encodings: Sequence[HasIds]) -> Vectors:
-        """One session run over encodings padded to the longest of them."""
+    def _run(self, encodings: Sequence[HasIds], last: bool) -> Vectors:
+        """One session run over encodings padded to the longest of them
+        (`last`: the call's last, after which the arena shrinks)."""
         lengths = [len(e.ids) for e in encodings]
         ids: Ids = np.full((len(encodings), max(lengths)), self._pad_id, dtype=np.int64)
         mask: Ids = np.zeros_like(ids)
@@ -332,7 +349,7 @@ class OnnxEmbedder:
             ids[row, :length] = encoding.ids
             mask[row, :length] = 1
         feeds = {name: make(ids, mask) for name, make in self._inputs.items()}
-        hidden = self._session.run([self._output], feeds)[0]
+        hidden = self._session.run([self._output], feeds, self._shrinking if last else None)[0]
         pooled = _mean_pool(hidden, mask) if self.config.pooling == "mean" else hidden[:, 0, :]
         vectors = np.ascontiguousarray(pooled, dtype=np.float32)
         return l2_normalise(vectors) if self.config.normalize else vectors
