@@ -140,11 +140,21 @@ class _Handler(socketserver.BaseRequestHandler):
         self.server.opened(sock)
         try:
             while (body := _receive(sock)) is not None:
-                _send(sock, _ENCODER.encode(self.server.answering(_QUESTIONS.decode(body))))
+                _send(sock, _ENCODER.encode(self._answer(_QUESTIONS.decode(body))))
         except (OSError, ValueError, msgspec.DecodeError) as exc:
             log.debug("graph_connection_closed", error=str(exc))
         finally:
             self.server.closed(sock)
+
+    def _answer(self, question: Question) -> Answer:
+        try:
+            return self.server.answering(question)
+        # A failure of the writer's own (its index unreadable while it reads the
+        # links) is the answer, not a dropped connection: the follower would
+        # take the writer for gone and stop asking until its next look.
+        except Exception as exc:  # noqa: BLE001 - said to the follower, which degrades; the writer serves on
+            log.error("graph_question_failed", question=type(question).__name__, error=f"{type(exc).__name__}: {exc}")
+            return Answer(refused=f"the writer's link graph failed: {exc}")
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):

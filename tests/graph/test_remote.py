@@ -149,6 +149,8 @@ def test_the_writers_server_closes_a_connection_that_is_not_ours_and_answers_the
 
     def answering(question: object) -> Answer:
         asked.append(question)
+        if question == Resolve("boom"):
+            raise OSError("the writer's own index unreadable")
         return Answer(outgoing=[Link("b", "B", "Intro", None)], backlinks=["c"])
 
     server = GraphServer(path, answering, "test")
@@ -165,7 +167,11 @@ def test_the_writers_server_closes_a_connection_that_is_not_ours_and_answers_the
         assert answer.outgoing == [Link("b", "B", "Intro", None)]
         assert answer.backlinks == ["c"]
         assert remote.ask(Resolve("x")).resolved is None
-        assert asked == [LinksOf("a"), Resolve("x")]
+        # A failure of the writer's is its answer: the connection serves on.
+        failed = remote.ask(Resolve("boom"))
+        assert failed.refused == "the writer's link graph failed: the writer's own index unreadable"
+        assert remote.ask(LinksOf("a")).backlinks == ["c"]
+        assert asked == [LinksOf("a"), Resolve("x"), Resolve("boom"), LinksOf("a")]
         remote.close()
     finally:
         server.stop()
