@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from notarium_search.channel import ChannelHooks
 from notarium_search.errors import ChannelUnavailable
 from notarium_search.graph.links import Link, LinkGraph, NoteLinks
 from notarium_search.graph.ranking import GraphHit, explain, rank_neighbours
-from notarium_search.graph.remote import Answer, GraphUnreachable, LinksOf, Question, Rank, RemoteGraph, Resolve
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Snippet
+
+if TYPE_CHECKING:
+    # Imported where a socket is in use (a serve's workers): `notarium-search
+    # search` opens this channel too, and the socket modules cost it ~6.5 ms.
+    from notarium_search.graph.remote import Answer, Question, RemoteGraph
 
 CHANNEL = "graph"
 
@@ -160,6 +165,8 @@ class GraphChannel(ChannelHooks):
         linking to it, sorted; the graph read first if nothing has yet.
         `ChannelUnavailable` when the writer that holds it does not answer."""
         if self.remote is not None:
+            from notarium_search.graph.remote import LinksOf
+
             answer = self._ask(LinksOf(note_id))
             return tuple(answer.outgoing), tuple(answer.backlinks)
         self.ensure_built()
@@ -168,6 +175,8 @@ class GraphChannel(ChannelHooks):
     def resolve(self, target: str) -> str | None:
         """The note a link `[[target]]` written nowhere in particular opens, or None."""
         if self.remote is not None:
+            from notarium_search.graph.remote import Resolve
+
             return self._ask(Resolve(target)).resolved
         self.ensure_built()
         return self.graph.resolve("", target)
@@ -203,6 +212,8 @@ class GraphChannel(ChannelHooks):
 
     def answer(self, question: Question) -> Answer:
         """A follower's question, answered from this (the writer's) graph."""
+        from notarium_search.graph.remote import Answer, LinksOf, Rank
+
         if isinstance(question, Rank):
             if not self.ready:
                 return Answer(refused=self.why_not_ready())
@@ -215,9 +226,13 @@ class GraphChannel(ChannelHooks):
     def _neighbours(self, seeds: list[str]) -> list[GraphHit]:
         if self.remote is None:
             return rank_neighbours(self.graph, seeds, self.k, len(seeds))
+        from notarium_search.graph.remote import Rank
+
         return self._ask(Rank(seeds, self.k, len(seeds))).hits
 
     def _ask(self, question: Question) -> Answer:
+        from notarium_search.graph.remote import GraphUnreachable
+
         assert self.remote is not None
         try:
             answer = self.remote.ask(question)

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from notarium_search.channel import Channel
 from notarium_search.graph.channel import GraphChannel
-from notarium_search.graph.remote import RemoteGraph, graph_socket
 from notarium_search.lexical.channel import LexicalChannel, PassView
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.settings import Settings
@@ -112,8 +111,12 @@ def _graph(context: ChannelContext) -> Channel:
     """Always opened (the note endpoint reads links even with GRAPH_BOOST
     off); `enabled` with GRAPH_BOOST. A follower of a `serve` asks its
     writer's graph (graph/remote.py) rather than read one of its own."""
-    socket = graph_socket_of(context.settings, context.space)
-    remote = RemoteGraph(socket) if socket is not None and context.role is Role.FOLLOWER else None
+    socket = graph_socket_of(context.settings, context.space) if context.role is Role.FOLLOWER else None
+    remote = None
+    if socket is not None:
+        from notarium_search.graph.remote import RemoteGraph  # a serve's workers only: sockets
+
+        remote = RemoteGraph(socket)
     settings = context.settings
     graph = GraphChannel(context.space, context.lexical, settings.graph_boost, settings.fusion.k, remote)
     if not context.writes and graph.enabled and remote is None:
@@ -123,7 +126,11 @@ def _graph(context: ChannelContext) -> Channel:
 
 def graph_socket_of(settings: Settings, space: str) -> Path | None:
     """Where the writer of `space` serves its graph to the other workers of a `serve` (None: each reads its own)."""
-    return graph_socket(settings.sockets_dir, space) if settings.sockets_dir is not None else None
+    if settings.sockets_dir is None:
+        return None
+    from notarium_search.graph.remote import graph_socket
+
+    return graph_socket(settings.sockets_dir, space)
 
 
 register_channel("lexical", _lexical)
