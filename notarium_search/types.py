@@ -146,6 +146,7 @@ class ChannelResult:
     floor: float | None = None  # the score a hit needed to count on its own for this query (semantic)
     weight: float = 1.0  # how much fusion trusts this answer (times the configured weight): less when weak
     unrelated: float | None = None  # semantic: what unrelated text scores against this query
+    unanswered: str | None = None  # why the channel could not answer this query (graph: its writer did not)
 
 
 @dataclass(frozen=True, slots=True)

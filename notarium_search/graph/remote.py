@@ -37,17 +37,24 @@ from notarium_search.graph.ranking import GraphHit
 from notarium_search.logsetup import get_logger
 
 SOCKET_PATH_MAX = 108  # sun_path's size on Linux, its terminating zero included
-# A question is a few seed ids; an answer a note's links. Anything longer is
-# not one of ours: the connection is closed.
-FRAME_MAX_BYTES = 64 * 1024 * 1024
+# A question is a few seed ids, an answer a query's neighbours or a note's
+# links: frames beyond these are not ours, and close the connection.
+QUESTION_MAX_BYTES = 1024 * 1024
+ANSWER_MAX_BYTES = 64 * 1024 * 1024
 _LENGTH = struct.Struct(">I")
-# How long a follower waits for an answer: a note's links at the first
-# question of a service without GRAPH_BOOST make the writer read every note's
-# links (~5 s at 50,000 notes on 2 cores); a loaded machine is allowed more.
-ANSWER_TIMEOUT_SECONDS = 60.0
-# Connections a follower keeps open between questions (one per request
-# thread asking at once; more are closed after their answer).
-IDLE_CONNECTIONS = 8
+# How long a follower waits for an answer. A query's neighbours take ~0.3 ms
+# at 50,000 notes: a writer silent for RANK_TIMEOUT_SECONDS is hung (stopped,
+# swapping), and the query is answered without links. A note's links at the
+# first question of a service without GRAPH_BOOST make the writer read every
+# note's links (~5 s at 50,000 notes on 2 cores): a loaded machine is allowed more.
+RANK_TIMEOUT_SECONDS = 5.0
+LINKS_TIMEOUT_SECONDS = 60.0
+# A follower that found its writer silent asks it this often (each look, at
+# most every FOLLOW_INTERVAL_SECONDS) whether it answers again, waiting this long.
+PROBE_TIMEOUT_SECONDS = 1.0
+# Connections a follower keeps open between questions: one per request thread
+# asking at once (the HTTP worker's pool is ~40); more are closed after their answer.
+IDLE_CONNECTIONS = 64
 
 log = get_logger(__name__)
 
@@ -62,6 +69,7 @@ class Rank(msgspec.Struct, tag="rank", frozen=True):
     seeds: list[str]
     k: float
     max_seeds: int
+    limit: int | None = None  # the best this many are kept (None: all, the follower filters them)
 
 
 class LinksOf(msgspec.Struct, tag="links", frozen=True):
@@ -76,7 +84,11 @@ class Resolve(msgspec.Struct, tag="resolve", frozen=True):
     target: str
 
 
-Question = Rank | LinksOf | Resolve
+class Ping(msgspec.Struct, tag="ping", frozen=True):
+    """Whether the writer answers at all (a follower's probe): answered without the graph."""
+
+
+Question = Rank | LinksOf | Resolve | Ping
 
 
 class Answer(msgspec.Struct, frozen=True):
@@ -102,13 +114,13 @@ def _send(sock: socket.socket, body: bytes) -> None:
     sock.sendall(_LENGTH.pack(len(body)) + body)
 
 
-def _receive(sock: socket.socket) -> bytes | None:
+def _receive(sock: socket.socket, max_bytes: int) -> bytes | None:
     """One frame's body; None at a clean end of the connection."""
     head = _exactly(sock, _LENGTH.size, eof_ok=True)
     if head is None:
         return None
     (length,) = _LENGTH.unpack(head)
-    if length > FRAME_MAX_BYTES:
+    if length > max_bytes:
         raise ValueError(f"a frame of {length} bytes")
     body = _exactly(sock, length, eof_ok=False)
     assert body is not None
@@ -116,15 +128,17 @@ def _receive(sock: socket.socket) -> bytes | None:
 
 
 def _exactly(sock: socket.socket, size: int, eof_ok: bool) -> bytes | None:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
-            if eof_ok and not chunks:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        count = sock.recv_into(view[got:])
+        if not count:
+            if eof_ok and not got:
                 return None
             raise ConnectionError("the connection ended within a frame")
-        chunks += chunk
-    return bytes(chunks)
+        got += count
+    return bytes(buffer)
 
 
 _QUESTIONS = msgspec.msgpack.Decoder(Question)
@@ -139,7 +153,7 @@ class _Handler(socketserver.BaseRequestHandler):
         sock: socket.socket = self.request
         self.server.opened(sock)
         try:
-            while (body := _receive(sock)) is not None:
+            while (body := _receive(sock, QUESTION_MAX_BYTES)) is not None:
                 _send(sock, _ENCODER.encode(self._answer(_QUESTIONS.decode(body))))
         except (OSError, ValueError, msgspec.DecodeError) as exc:
             log.debug("graph_connection_closed", error=str(exc))
@@ -159,15 +173,24 @@ class _Handler(socketserver.BaseRequestHandler):
 
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    # socketserver's default backlog is 5: a follower's burst of new
+    # connections (its pool filling at start, after a writer's restart) past it
+    # failed at once (EAGAIN on a Unix socket with a timeout), read as a writer gone.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, path: Path, answering: Answering) -> None:
         self.answering = answering
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
+        self._ended = False
         super().__init__(str(path), _Handler)
 
     def opened(self, sock: socket.socket) -> None:
         with self._open_lock:
+            if self._ended:  # accepted as the server stopped: no answer from a stopped writer
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                return
             self._open.add(sock)
 
     def closed(self, sock: socket.socket) -> None:
@@ -177,6 +200,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
     def end_connections(self) -> None:
         """Its answers end with it: a follower's open connection fails, and it asks again elsewhere."""
         with self._open_lock:
+            self._ended = True
             for sock in self._open:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
@@ -230,52 +254,63 @@ class RemoteGraph:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._idle: SimpleQueue[socket.socket] = SimpleQueue()
+        self._closed = False
 
     def ask(self, question: Question) -> Answer:
         """The writer's answer; `GraphUnreachable` when there is none. A kept
         connection that fails (the writer it reached is gone) is given one
         more try on a new one, which reaches the writer listening now."""
         body = _ENCODER.encode(question)
+        timeout = RANK_TIMEOUT_SECONDS if isinstance(question, Rank | Ping) else LINKS_TIMEOUT_SECONDS
         kept = self._kept()
         if kept is not None:
             try:
-                return self._exchange(kept, body)
+                return self._exchange(kept, body, timeout)
             except TimeoutError as exc:
-                raise GraphUnreachable(f"the writer did not answer within {ANSWER_TIMEOUT_SECONDS:.0f} s") from exc
+                raise GraphUnreachable(f"the writer did not answer within {timeout:.0f} s") from exc
             except (OSError, ValueError, msgspec.DecodeError):
                 pass  # the writer it reached is gone
+        sock = self._connect()
         try:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(ANSWER_TIMEOUT_SECONDS)
-            sock.connect(str(self.path))
-        except OSError as exc:
-            sock.close()
-            raise GraphUnreachable(f"no writer listening ({exc.strerror or exc})") from exc
-        try:
-            return self._exchange(sock, body)
+            return self._exchange(sock, body, timeout)
+        except TimeoutError as exc:
+            raise GraphUnreachable(f"the writer did not answer within {timeout:.0f} s") from exc
         except (OSError, ValueError, msgspec.DecodeError) as exc:
             raise GraphUnreachable(f"the writer did not answer ({exc})") from exc
 
     def reachable(self) -> bool:
-        """Whether a writer listens now (a connection is opened, and kept)."""
+        """Whether a writer answers now: a question that needs no graph, within
+        PROBE_TIMEOUT_SECONDS (a hung writer's kernel still accepts connections)."""
         try:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(ANSWER_TIMEOUT_SECONDS)
-            sock.connect(str(self.path))
-        except OSError:
-            sock.close()
+            sock = self._connect()
+            self._exchange(sock, _ENCODER.encode(Ping()), PROBE_TIMEOUT_SECONDS)
+        except (GraphUnreachable, OSError, ValueError, msgspec.DecodeError):
             return False
-        self._keep(sock)
         return True
 
     def close(self) -> None:
+        self._closed = True
         while (sock := self._kept()) is not None:
             sock.close()
 
-    def _exchange(self, sock: socket.socket, body: bytes) -> Answer:
+    def _connect(self) -> socket.socket:
         try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:  # out of descriptors: a 503 to the request, as for the indexes' files
+            raise GraphUnreachable(f"no connection to the writer ({exc.strerror or exc})") from exc
+        try:
+            sock.settimeout(PROBE_TIMEOUT_SECONDS)
+            sock.connect(str(self.path))
+        except OSError as exc:
+            sock.close()
+            raise GraphUnreachable(f"no writer listening ({exc.strerror or exc})") from exc
+        return sock
+
+    def _exchange(self, sock: socket.socket, body: bytes, timeout: float) -> Answer:
+        try:
+            sock.settimeout(timeout)
             _send(sock, body)
-            reply = _receive(sock)
+            reply = _receive(sock, ANSWER_MAX_BYTES)
             if reply is None:
                 raise ConnectionError("the writer closed the connection")
             answer = _ANSWERS.decode(reply)
@@ -292,7 +327,7 @@ class RemoteGraph:
             return None
 
     def _keep(self, sock: socket.socket) -> None:
-        if self._idle.qsize() < IDLE_CONNECTIONS:
-            self._idle.put(sock)
-        else:
+        if self._closed or self._idle.qsize() >= IDLE_CONNECTIONS:
             sock.close()
+        else:
+            self._idle.put(sock)

@@ -5,9 +5,14 @@ workers (tests/index/test_follower.py); the socket is a real one."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
 import socket
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,13 +21,22 @@ import pytest
 
 from notarium_search.errors import ChannelUnavailable
 from notarium_search.graph.links import Link
-from notarium_search.graph.remote import Answer, GraphServer, LinksOf, RemoteGraph, Resolve
+from notarium_search.graph.remote import (
+    Answer,
+    GraphServer,
+    GraphUnreachable,
+    LinksOf,
+    Ping,
+    Rank,
+    RemoteGraph,
+    Resolve,
+)
 from notarium_search.index.follower import Follower
 from notarium_search.index.space_writer import SpaceWriter
 from notarium_search.model_process import socket_folder
 from notarium_search.service import Service
 from notarium_search.types import ChannelState, FeedFilter
-from tests.conftest import Vault, eventually, ids
+from tests.conftest import PROJECT_ROOT, Vault, eventually, ids, run_child
 
 
 def note(note_id: str, body: str) -> str:
@@ -176,3 +190,100 @@ def test_the_writers_server_closes_a_connection_that_is_not_ours_and_answers_the
     finally:
         server.stop()
     assert not path.exists()
+
+
+def test_a_writer_refusing_a_querys_question_is_said_in_its_answer(vault: Vault, sockets: Path):
+    """The writer reading its links again (a new writer, before its first pass
+    is done) refuses; the follower, still told "ready" by the published status, says so."""
+    vault.write("cafe.md", note("cafe", "Le café du matin. Voir [[the]]."))
+    vault.write("the.md", note("the", "Le thé vert."))
+    writer, follower = workers(vault, sockets, graph_boost=True)
+    try:
+        eventually(lambda: follower.status()[0].graph.state == ChannelState.READY)
+        writers_graph = writer.spaces["notes"].graph
+        writers_graph.built = False
+        answer = follower.search("notes", "café", FeedFilter(), 20)
+        assert answer.caveats["graph"] == "the space's writer could not answer about links: reading the notes' links"
+        assert ids(answer) == ["cafe"]
+        writers_graph.built = True
+        assert graph_found(follower, "café") == {"the": "linked from: cafe"}
+    finally:
+        follower.stop()
+        writer.stop()
+
+
+SERVE_ALONE = """
+import sys, threading
+from pathlib import Path
+from notarium_search.graph.remote import Answer, GraphServer
+server = GraphServer(Path(sys.argv[1]), lambda question: Answer(backlinks=["b"]), "alone")
+server.start()
+print("listening", flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_stopped_writer_queues_connections_and_is_not_taken_for_answering(sockets: Path):
+    """A writer process stopped (SIGSTOP: hung, swapping): its kernel still
+    accepts connections. A follower's burst of new connections waits in its
+    backlog (socketserver's 5 refused the rest at once, read as a writer gone),
+    a query's question gives up, and a look's probe does not take it for back."""
+    path = sockets / "graph-alone.sock"
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVE_ALONE, str(path)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True
+    )
+    held: list[socket.socket] = []
+    try:
+        assert server.stdout is not None
+        while server.stdout.readline().strip() != "listening":  # after the server's own log line
+            assert server.poll() is None
+        remote = RemoteGraph(path)
+        assert remote.ask(LinksOf("a")).backlinks == ["b"]
+        os.kill(server.pid, signal.SIGSTOP)
+        for _ in range(32):
+            held.append(remote._connect())  # a burst of the pool's new connections
+        with pytest.raises(GraphUnreachable, match="did not answer within"):
+            RemoteGraph(path).ask(Rank(["a"], 60.0, 1))
+        assert not remote.reachable()
+        os.kill(server.pid, signal.SIGCONT)
+        assert remote.reachable()
+        assert remote.ask(Ping()).refused is None
+        remote.close()
+    finally:
+        for sock in held:
+            sock.close()
+        os.kill(server.pid, signal.SIGCONT)
+        server.kill()
+        server.wait()
+
+
+OUT_OF_DESCRIPTORS = """
+import json, os, resource, sys
+from pathlib import Path
+from notarium_search.graph.remote import GraphUnreachable, LinksOf, RemoteGraph
+remote = RemoteGraph(Path(sys.argv[1]))
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+held = []
+try:
+    while True:
+        held.append(os.open("/dev/null", os.O_RDONLY))
+except OSError:
+    pass
+try:
+    remote.ask(LinksOf("a"))
+    asked = "answered"
+except GraphUnreachable as exc:
+    asked = str(exc)
+reachable = remote.reachable()
+for fd in held:
+    os.close(fd)
+print(json.dumps({"asked": asked, "reachable": reachable}))
+"""
+
+
+def test_a_follower_out_of_descriptors_finds_the_writer_unreachable_not_a_crash(sockets: Path):
+    path = sockets / "graph-none.sock"
+    result = run_child(OUT_OF_DESCRIPTORS, str(path))
+    assert result["asked"].startswith("no connection to the writer")
+    assert result["reachable"] is False
+    assert json.dumps(result)  # the child exited cleanly: no UnboundLocalError
