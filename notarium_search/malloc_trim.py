@@ -55,6 +55,11 @@ class MemoryTrimmer:
     def available(self) -> bool:
         return self._trim is not None
 
+    @property
+    def due(self) -> bool:
+        """Whether a trim is due at the next tick."""
+        return self._active.is_set()
+
     def note_activity(self) -> None:
         """Something allocated and freed a lot: trim at the next tick."""
         self._active.set()

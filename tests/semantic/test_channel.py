@@ -179,6 +179,21 @@ def test_corrupt_vector_file_is_rebuilt_while_lexical_serves(vault: Vault, damag
     service.stop()
 
 
+def test_the_service_trims_its_heap_once_the_model_is_loaded(vault: Vault):
+    """Loading a pack frees what building its session used (~36 MiB with
+    e5-small): a trim is due then, not at the first search (the trimmer's
+    thread is not started here: nothing else makes one due)."""
+    vault.write("a.md", "---\nid: a\n---\nrésilience opérationnelle\n")
+    service = vault.service(vector_search=True, model_dir=models_dir() / "all-minilm-l6-v2-int8")
+    try:
+        assert not service.memory.due
+        service.load_model()
+        assert service.embedder is not None
+        assert service.memory.due
+    finally:
+        service.stop()
+
+
 def test_unavailable_model_degrades_to_lexical(vault: Vault, tmp_path: Path):
     vault.write("a.md", "---\nid: a\n---\nrésilience opérationnelle\n")
     broken = tmp_path / "broken-model"
