@@ -12,7 +12,9 @@ once and copied); without `--vectors` (and `--model`), only the lexical tier
 is measured. A tree is a source checkout put first on PYTHONPATH,
 then `,KEY=VALUE` settings of its own. Each tree gets its own lexical index
 (built here by that tree: schemas differ between commits; its first index
-of ROOT is timed, process start to exit) and a copy of the
+of ROOT is timed, process start to exit; with `--index-runs N`, N times,
+the trees' order reversed at every other round, so that neither always
+indexes first, and the median kept) and a copy of the
 vectors (their format and fingerprint are the same across the trees
 compared; a tree that disagreed would re-embed and never get ready).
 
@@ -139,22 +141,37 @@ def index_lexically(tree: Tree, root: Path, index: Path) -> float:
 
 
 def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
-    """One lexical index per source path (variants of a tree share it), the vectors copied in."""
+    """One lexical index per source path (variants of a tree share it), the
+    vectors copied in; the first index timed `--index-runs` times, in turns."""
     made: dict[Path, Tree] = {}
     for tree in trees:
         if tree.path in made:
             tree.index, tree.cli_index = made[tree.path].index, made[tree.path].cli_index
-            tree.results["first_index"] = made[tree.path].results["first_index"]
             continue
         tree.index, tree.cli_index = work / tree.name / "index", work / tree.name / "cli-index"
-        seconds = index_lexically(tree, args.root, tree.index)
-        notes = sum(1 for _ in (args.root / SPACE).rglob("*.md"))
-        tree.results["first_index"] = {"seconds": round(seconds, 1), "notes_per_s": round(notes / seconds)}
+        made[tree.path] = tree
+    notes = sum(1 for _ in (args.root / SPACE).rglob("*.md"))
+    sources = list(made.values())
+    timings: dict[str, list[float]] = {tree.name: [] for tree in sources}
+    for round_ in range(max(args.index_runs, 1)):
+        for tree in sources if round_ % 2 == 0 else sources[::-1]:
+            shutil.rmtree(tree.index, ignore_errors=True)
+            seconds = index_lexically(tree, args.root, tree.index)
+            timings[tree.name].append(seconds)
+            print(json.dumps({"tree": tree.name, "round": round_ + 1, "first_index_s": round(seconds, 1)}), flush=True)
+    for tree in sources:
+        seconds = statistics.median(timings[tree.name])
+        tree.results["first_index"] = {
+            "seconds": round(seconds, 1),
+            "notes_per_s": round(notes / seconds),
+            "runs_s": [round(t, 1) for t in timings[tree.name]],
+        }
         print(json.dumps({"tree": tree.name, "first_index": tree.results["first_index"]}), flush=True)
         if args.vectors is not None:
             shutil.copytree(args.vectors / SPACE / "vectors", tree.index / SPACE / "vectors")
         index_lexically(tree, args.cli_root, tree.cli_index)
-        made[tree.path] = tree
+    for tree in trees:
+        tree.results["first_index"] = made[tree.path].results["first_index"]
 
 
 def serve(tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], logs: Path) -> dict[str, object]:
@@ -361,6 +378,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--queries", type=int, default=1000, help="one client's searches (p50, p99)")
     parser.add_argument("--settle", type=float, default=5.0)
+    parser.add_argument(
+        "--index-runs", type=int, default=1, help="first indexes per tree, in turns (the median is reported)"
+    )
     parser.add_argument("--build-notes", type=int, default=1000)
     parser.add_argument("--cli-runs", type=int, default=10)
     parser.add_argument("--cli-query", default="résistance opérationnelle")

@@ -136,6 +136,7 @@ def test_side_by_side_smoke(tmp_path):
     argv += ["--tree", f"this={checkout}", "--tree", f"one-worker={checkout},NOTARIUM_WORKERS=1"]
     argv += ["--modes", "lexical,hybrid", "--seconds", "1", "--queries", "20", "--settle", "0.5"]
     argv += ["--build-notes", "10", "--cli-runs", "1", "--remote-passages", "16", "--eval-dir", str(eval_dir)]
+    argv += ["--index-runs", "2"]
     report = side_by_side.main([*argv, "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out.json")])
     trees = report["trees"]
     assert set(trees) == {"this", "one-worker"}
@@ -151,6 +152,9 @@ def test_side_by_side_smoke(tmp_path):
         projected = build["vault_fragments"] / build["fragments_per_s"] / 60
         assert build["vault_minutes"] == pytest.approx(projected, abs=0.01)
         assert tree["cli_search_ms"] > 0
+        first = tree["first_index"]
+        assert len(first["runs_s"]) == 2  # one checkout, indexed twice; its variant shares them
+        assert first["seconds"] == pytest.approx(sum(first["runs_s"]) / 2, abs=0.1)
     assert trees["one-worker"]["env"] == {"NOTARIUM_WORKERS": "1"}
     # One checkout: its remote-embedding run once, whose lines are the report alone.
     (lines,) = [lines for lines in report["remote_embedding"].values() if lines]
