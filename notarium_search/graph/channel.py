@@ -223,7 +223,7 @@ class GraphChannel(ChannelHooks):
         if isinstance(question, Rank):
             if not self.ready:
                 return Answer(refused=self.why_not_ready())
-            hits = rank_neighbours(self.graph, question.seeds, question.k, question.max_seeds)
+            hits = rank_neighbours(self.graph, question.seeds, self.k, len(question.seeds))
             return Answer(hits=hits[: question.limit])
         if isinstance(question, LinksOf):
             outgoing, backlinks = self.links(question.note_id)
@@ -235,7 +235,7 @@ class GraphChannel(ChannelHooks):
             return rank_neighbours(self.graph, seeds, self.k, len(seeds))
         from notarium_search.graph.remote import Rank
 
-        return self._ask(Rank(seeds, self.k, len(seeds), limit)).hits
+        return self._ask(Rank(seeds, limit)).hits
 
     def _ask(self, question: Question) -> Answer:
         from notarium_search.graph.remote import GraphUnreachable

@@ -64,11 +64,11 @@ class GraphUnreachable(RuntimeError):
 
 
 class Rank(msgspec.Struct, tag="rank", frozen=True):
-    """The graph channel's neighbours of a query's seeds (graph/ranking.py)."""
+    """The graph channel's neighbours of a query's seeds (graph/ranking.py),
+    every seed counted, ranked with the writer's own fusion constant (the
+    serve's one setting)."""
 
     seeds: list[str]
-    k: float
-    max_seeds: int
     limit: int | None = None  # the best this many are kept (None: all, the follower filters them)
 
 

@@ -243,7 +243,7 @@ def test_a_stopped_writer_queues_connections_and_is_not_taken_for_answering(sock
         for _ in range(32):
             held.append(remote._connect())  # a burst of the pool's new connections
         with pytest.raises(GraphUnreachable, match="did not answer within"):
-            RemoteGraph(path).ask(Rank(["a"], 60.0, 1))
+            RemoteGraph(path).ask(Rank(["a"]))
         assert not remote.reachable()
         os.kill(server.pid, signal.SIGCONT)
         assert remote.reachable()
