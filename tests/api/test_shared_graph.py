@@ -9,39 +9,26 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.api.test_server import STARTUP_SECONDS, Served, served, writer_of
+from tests.api.test_shared_model import answers
 from tests.conftest import Vault, eventually
 
 
-def graph_answers(server: Served, client: httpx.Client, requests: int = 30) -> dict[int, set[str]]:
-    """Searches on new connections, so that every worker takes some: the
-    worker that answered each (its access line) → how its answers found
-    "the" (linked from the query's best hit only): "graph", or "degraded" when
-    the answer said the graph could not answer."""
-    found: dict[str, str] = {}
-    for _ in range(requests):
-        answer = client.get("/spaces/notes/search", params={"q": "café matin"}, headers={"Connection": "close"})
-        assert answer.status_code == 200, answer.text
-        body = answer.json()
+def graph_answers(server: Served, client: httpx.Client) -> dict[int, set[str]]:
+    """Each worker (its access lines) → how its answers found "the" (linked
+    from the query's best hit only): "graph", or "degraded" when the answer
+    said the graph could not answer."""
+
+    def how(body: dict[str, Any]) -> str:
         by_link = [hit for hit in body["results"] if hit["id"] == "the" and "graph" in hit["channels"]]
-        found[answer.headers["x-request-id"]] = "graph" if by_link else "degraded" if body["degraded"] else "none"
-    by_worker: dict[int, set[str]] = {}
+        return "graph" if by_link else "degraded" if body["degraded"] else "none"
 
-    def logged() -> bool:
-        lines = {r["request_id"]: r for r in server.records() if r["event"] == "request" and "worker" in r}
-        if not found.keys() <= lines.keys():
-            return False
-        by_worker.clear()
-        for request_id, how in found.items():
-            by_worker.setdefault(int(lines[request_id]["worker"]), set()).add(how)  # type: ignore[call-overload]
-        return True
-
-    eventually(logged, timeout=STARTUP_SECONDS)
-    return by_worker
+    return {worker: {how(body) for body in bodies} for worker, bodies in answers(server, client, "café matin").items()}
 
 
 def backlinks(client: httpx.Client) -> list[object]:

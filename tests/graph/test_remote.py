@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,16 +54,32 @@ def sockets(vault: Vault) -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def workers(vault: Vault, sockets: Path, **overrides: object) -> tuple[Service, Service]:
-    """A writer and a follower of one serve, started, the follower ready."""
+@contextmanager
+def workers(vault: Vault, sockets: Path, **overrides: object) -> Iterator[tuple[Service, Service]]:
+    """A writer and a follower of one serve, started, the follower ready; stopped after."""
     settings = replace(vault.settings(watch=False), sockets_dir=sockets, **overrides)  # type: ignore[arg-type]
     writer = Service(settings, shared=True)
     follower = Service(settings, shared=True)
     assert isinstance(follower.spaces["notes"].role, Follower)
     writer.start()
     follower.start()
-    eventually(lambda: follower.spaces["notes"].ready)
-    return writer, follower
+    try:
+        eventually(lambda: follower.spaces["notes"].ready)
+        yield writer, follower
+    finally:
+        follower.stop()
+        writer.stop()
+
+
+@contextmanager
+def linked_workers(vault: Vault, sockets: Path) -> Iterator[tuple[Service, Service]]:
+    """`workers` with GRAPH_BOOST over a note that links to another, the
+    follower's graph channel ready (as the writer published it)."""
+    vault.write("cafe.md", note("cafe", "Le café du matin. Voir [[the]]."))
+    vault.write("the.md", note("the", "Le thé vert."))
+    with workers(vault, sockets, graph_boost=True) as (writer, follower):
+        eventually(lambda: follower.status()[0].graph.state == ChannelState.READY)
+        yield writer, follower
 
 
 def graph_found(service: Service, text: str) -> dict[str, str]:
@@ -79,11 +96,7 @@ def server_of(writer: Service) -> GraphServer:
 
 
 def test_a_follower_asks_the_writers_graph_and_holds_none(vault: Vault, sockets: Path):
-    vault.write("cafe.md", note("cafe", "Le café du matin. Voir [[the]]."))
-    vault.write("the.md", note("the", "Le thé vert."))
-    writer, follower = workers(vault, sockets, graph_boost=True)
-    try:
-        eventually(lambda: follower.status()[0].graph.state == ChannelState.READY)
+    with linked_workers(vault, sockets) as (writer, follower):
         assert graph_found(follower, "café") == {"the": "linked from: cafe"}
         channel = follower.spaces["notes"].graph
         assert channel.remote is not None
@@ -102,17 +115,10 @@ def test_a_follower_asks_the_writers_graph_and_holds_none(vault: Vault, sockets:
         detail = follower.note("notes", "tisane")
         assert [link.target for link in detail.dangling] == ["Nulle part"]
         assert len(channel.graph) == 0
-    finally:
-        follower.stop()
-        writer.stop()
 
 
 def test_a_writer_that_does_not_answer_degrades_the_followers_graph_until_it_does(vault: Vault, sockets: Path):
-    vault.write("cafe.md", note("cafe", "Le café du matin. Voir [[the]]."))
-    vault.write("the.md", note("the", "Le thé vert."))
-    writer, follower = workers(vault, sockets, graph_boost=True)
-    try:
-        eventually(lambda: follower.status()[0].graph.state == ChannelState.READY)
+    with linked_workers(vault, sockets) as (writer, follower):
         assert graph_found(follower, "café") == {"the": "linked from: cafe"}
         server = server_of(writer)
         server.stop()  # a writer dying: its kept connections end, nothing listens
@@ -136,25 +142,18 @@ def test_a_writer_that_does_not_answer_degrades_the_followers_graph_until_it_doe
         eventually(lambda: follower.spaces["notes"].graph.ready)  # the follower's next look
         assert graph_found(follower, "café") == {"the": "linked from: cafe"}
         assert [n.id for n in follower.note("notes", "the").backlinks] == ["cafe"]
-    finally:
-        follower.stop()
-        writer.stop()
 
 
 def test_without_graph_boost_the_writer_reads_the_links_at_a_followers_first_question(vault: Vault, sockets: Path):
     vault.write("a.md", note("a", "alpha [[b]]"))
     vault.write("b.md", note("b", "beta"))
-    writer, follower = workers(vault, sockets)
-    try:
+    with workers(vault, sockets) as (writer, follower):
         graph = writer.spaces["notes"].graph
         assert not graph.built  # nothing asked for links yet
         assert [n.id for n in follower.note("notes", "b").backlinks] == ["a"]
         assert graph.built
         assert len(follower.spaces["notes"].graph.graph) == 0
         assert "graph" not in follower.search("notes", "alpha", FeedFilter(), 20).degraded  # GRAPH_BOOST off: not asked
-    finally:
-        follower.stop()
-        writer.stop()
 
 
 def test_the_writers_server_closes_a_connection_that_is_not_ours_and_answers_the_next(tmp_path: Path, sockets: Path):
@@ -195,11 +194,7 @@ def test_the_writers_server_closes_a_connection_that_is_not_ours_and_answers_the
 def test_a_writer_refusing_a_querys_question_is_said_in_its_answer(vault: Vault, sockets: Path):
     """The writer reading its links again (a new writer, before its first pass
     is done) refuses; the follower, still told "ready" by the published status, says so."""
-    vault.write("cafe.md", note("cafe", "Le café du matin. Voir [[the]]."))
-    vault.write("the.md", note("the", "Le thé vert."))
-    writer, follower = workers(vault, sockets, graph_boost=True)
-    try:
-        eventually(lambda: follower.status()[0].graph.state == ChannelState.READY)
+    with linked_workers(vault, sockets) as (writer, follower):
         writers_graph = writer.spaces["notes"].graph
         writers_graph.built = False
         answer = follower.search("notes", "café", FeedFilter(), 20)
@@ -207,9 +202,6 @@ def test_a_writer_refusing_a_querys_question_is_said_in_its_answer(vault: Vault,
         assert ids(answer) == ["cafe"]
         writers_graph.built = True
         assert graph_found(follower, "café") == {"the": "linked from: cafe"}
-    finally:
-        follower.stop()
-        writer.stop()
 
 
 SERVE_ALONE = """
