@@ -196,6 +196,7 @@ def test_enter_opens_the_editor_ctrl_enter_the_note_and_alt_keys_copy(browser: B
         expect(page.locator("#note-title")).to_have_text("Migration vers PostgreSQL")
         expect(page.locator("#note-actions a")).to_have_text("ouvrir dans l'éditeur")
         page.go_back()
+        expect(box).to_be_focused()  # the list again (the hash change handled), not only the box's old text
         expect(box).to_have_value("bascule")
         box.press("Enter")  # the primary action: the editor
         expect(page).to_have_url(re.compile(r"/healthz\?file=projets%2Fmigration-postgres\.md"))
@@ -218,6 +219,9 @@ def test_the_empty_box_shows_recent_notes_and_the_last_searches(browser: Browser
         page.locator("#q").press("Enter")
         expect(page.locator("#note-title")).to_have_text("Protocoles ouverts")
         page.locator("#back").click()
+        # Back to the list (a hash change, handled after the click returns): the box has the focus
+        # again. An Escape sent before lands on the note view's page and only goes back.
+        expect(page.locator("#q")).to_be_focused()
         page.locator("#q").press("Escape")
         expect(page.locator("#recent-searches button")).to_have_text(["protocoles"])
         page.locator("#recent-searches button").click()
