@@ -161,3 +161,15 @@ def test_side_by_side_smoke(tmp_path):
     assert lines
     assert all(line.startswith("round ") for line in lines)
     assert (tmp_path / "out.json").is_file()
+
+
+def test_word_table_memory_smoke(capsys: pytest.CaptureFixture[str]):
+    from bench import word_table_memory
+    from tests.conftest import models_dir
+
+    eval_dir = collection("piaf-fr").parent
+    argv = [str(models_dir() / "multilingual-e5-small-int8"), "--rounds", "1", "--queries", "8", "--passages", "4"]
+    assert word_table_memory.main([*argv, "--eval-dir", str(eval_dir)]) == 0
+    printed = capsys.readouterr().out
+    assert "in-graph: load" in printed
+    assert "from-file: load" in printed

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from notarium_search.semantic.tokenizing import HasIds, TextTokenizer
+    from notarium_search.semantic.word_table import WordTable
 
     Vectors = npt.NDArray[np.float32]
     Ids = npt.NDArray[np.int64]
@@ -131,7 +132,7 @@ def load_embedder(
         raise ValueError("batch_size must be >= 1 and thread counts >= 0")
     config = read_model_config(Path(model_dir), overrides or {})
     model_path, tokenizer_path = _pack_files(Path(model_dir))
-    session = _open_session(model_path, bulk_threads)
+    session, word_table = _open_session(model_path, bulk_threads)
     tokenizer = _open_tokenizer(tokenizer_path, config.max_tokens)
     embedder = OnnxEmbedder(
         config=config,
@@ -139,6 +140,7 @@ def load_embedder(
         tokenizer=tokenizer,
         fingerprint=_fingerprint(model_path, tokenizer_path, config),
         batch_size=batch_size,
+        word_table=word_table,
     )
     embedder.warm_up()
     return embedder
@@ -171,8 +173,13 @@ def _import_onnxruntime() -> Any:
     return onnxruntime
 
 
-def _open_session(model_path: Path, threads: int) -> Any:
+def _open_session(model_path: Path, threads: int) -> tuple[Any, WordTable | None]:
+    """The pack's session, with its word table read from the file when it has
+    one to take out (semantic/word_table.py)."""
     ort = _import_onnxruntime()
+    from notarium_search.semantic.word_table import split_graph
+
+    split = split_graph(model_path)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads
@@ -197,7 +204,10 @@ def _open_session(model_path: Path, threads: int) -> Any:
     # of some exports) would only be noise in the service's log.
     options.log_severity_level = 4
     try:
-        return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        if split is None:
+            return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"]), None
+        graph, table = split
+        return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"]), table
     # onnxruntime raises private pybind11 types (InvalidProtobuf, Fail, ...)
     # that derive from Exception only.
     except Exception as exc:
@@ -263,6 +273,7 @@ class OnnxEmbedder:
         tokenizer: TextTokenizer,
         fingerprint: str,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        word_table: WordTable | None = None,
     ) -> None:
         self.config = config
         self.fingerprint = fingerprint
@@ -274,7 +285,9 @@ class OnnxEmbedder:
         self.tokenizer_name = tokenizer.name
         """Which library holds the vocabulary (semantic/tokenizing.py)."""
         self._pad_id = tokenizer.pad_id()
-        self._inputs = _graph_inputs(session)
+        self._word_table = word_table
+        """The rows of the word-embedding table, when read from the file."""
+        self._inputs = _graph_inputs(session, word_table.input_name if word_table else None)
         self.input_names = tuple(self._inputs)
         """The graph's declared inputs, all of which are fed."""
         self._output = _hidden_output(session)
@@ -349,6 +362,8 @@ class OnnxEmbedder:
             ids[row, :length] = encoding.ids
             mask[row, :length] = 1
         feeds = {name: make(ids, mask) for name, make in self._inputs.items()}
+        if self._word_table is not None:
+            feeds[self._word_table.input_name] = self._word_table.rows(ids)
         hidden = self._session.run([self._output], feeds, self._shrinking if last else None)[0]
         pooled = _mean_pool(hidden, mask) if self.config.pooling == "mean" else hidden[:, 0, :]
         vectors = np.ascontiguousarray(pooled, dtype=np.float32)
@@ -364,8 +379,9 @@ _FEEDS: Mapping[str, _Feed] = {
 }
 
 
-def _graph_inputs(session: Any) -> dict[str, _Feed]:
-    names = [node.name for node in session.get_inputs()]
+def _graph_inputs(session: Any, rows_input: str | None) -> dict[str, _Feed]:
+    """The feeds of the graph's inputs, except the word table's rows (`rows_input`)."""
+    names = [node.name for node in session.get_inputs() if node.name != rows_input]
     unknown = [name for name in names if name not in _FEEDS]
     missing = [name for name in _REQUIRED_INPUTS if name not in names]
     if unknown or missing:
