@@ -19,17 +19,26 @@ same bytes the `Gather` would have produced, so the vectors are identical
 and dropped: the kernel maps 16 pages around each one touched, and 625
 queries had mapped 79 of its 92 MiB.
 
+The graph is read and rewritten by the onnx library's own protobuf module,
+in a short-lived process handed the file's descriptor, so that neither the
+parse's peak nor the library stays in the process holding the model.
+
 A pack whose graph has no such lookup (another input, another op, a table
 under `MIN_TABLE_BYTES`, or its bytes not found verbatim in the file) keeps
-its table in the graph, as before.
+its table in the graph, as before; so does every pack when the graph's
+reader fails (the `word_table_kept` log line says why).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import mmap
 import os
+import subprocess
+import sys
 import weakref
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +53,8 @@ log = get_logger(__name__)
 # a query, ~2 ms a batch of 16 passages of 512 tokens, against ~1 s of model).
 MIN_TABLE_BYTES = 16 * 2**20
 TOKEN_IDS_INPUT = "input_ids"  # noqa: S105 - a graph input's name
+# The graph's reader: e5-small's 118 MB take ~1 s; a process that hangs is given up on.
+SPLIT_SECONDS = 120
 # The table's first bytes, looked for in the file; then all of them compared.
 PROBE_BYTES = 64 * 1024
 
@@ -55,7 +66,7 @@ class TableLayout:
     offset: int
     rows: int
     width: int
-    dtype: str  # numpy's name for the element type
+    dtype: str  # numpy's code for the element type, as stored
     input_name: str  # the graph input fed with the rows looked up
 
 
@@ -95,15 +106,16 @@ class WordTable:
 def split_graph(model_path: Path) -> tuple[bytes, WordTable] | None:
     """The pack's graph without its word-table lookup, and the table read
     from the same file; None when the graph has no lookup to take out (or
-    the `onnx` library is missing): the pack then loads whole."""
-    try:
-        import onnx  # noqa: F401  (checked here: the pack loads whole without it)
-    except ImportError:
-        log.info("word_table_kept", reason="the onnx library is not installed")
-        return None
+    the `onnx` library is missing, or the graph cannot be read): the pack
+    then loads whole.
+
+    The graph is parsed in a short-lived process of its own, handed the
+    file's descriptor: the onnx library (20 MiB of RSS once imported) and
+    the parse's peak (the file and its parsed copy, +70 MiB for a moment)
+    stay out of the process that holds the model for its whole life."""
     fd = os.open(model_path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        split = _split(fd)
+        split = _split_apart(fd)
     except BaseException:
         os.close(fd)
         raise
@@ -114,41 +126,109 @@ def split_graph(model_path: Path) -> tuple[bytes, WordTable] | None:
     return graph, WordTable(fd, layout)
 
 
-def _split(fd: int) -> tuple[bytes, TableLayout] | None:
-    import onnx
+def _split_apart(fd: int) -> tuple[bytes, TableLayout] | None:
+    command = [sys.executable, "-m", __name__, str(fd), str(MIN_TABLE_BYTES)]
+    try:
+        done = subprocess.run(command, pass_fds=(fd,), capture_output=True, timeout=SPLIT_SECONDS, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:  # no process to be had, or one that hangs
+        log.info("word_table_kept", reason=_first_line(exc))
+        return None
+    head, _, graph = done.stdout.partition(b"\n")
+    if done.returncode != 0 or not head:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()
+        log.info("word_table_kept", reason=f"the graph's reader ended with {done.returncode}: {reason[-1:]}")
+        return None
+    answer = json.loads(head)
+    if answer["layout"] is None:
+        log.info("word_table_kept", reason=answer["reason"])
+        return None
+    return graph, TableLayout(**answer["layout"])
 
+
+def _answer(fd: int) -> None:
+    """The child's side: one line of JSON (the layout, or why there is
+    none), then the split graph's bytes."""
+    try:
+        proto = _onnx_proto()
+    except (ImportError, OSError):
+        split, reason = None, "the onnx library is not installed"
+    else:
+        split, reason = _split(proto, fd)
+    layout = None if split is None else asdict(split[1])
+    sys.stdout.buffer.write(json.dumps({"layout": layout, "reason": reason}).encode() + b"\n")
+    if split is not None:
+        sys.stdout.buffer.write(split[0])
+    sys.stdout.buffer.flush()
+
+
+def _onnx_proto() -> Any:
+    """The onnx library's generated protobuf module (ModelProto and the
+    rest), loaded alone: `import onnx` also loads ml_dtypes, 0.63 s of its
+    1.1 s, for number types the split never needs."""
+    found = importlib.util.find_spec("onnx")  # finds the package without running its __init__
+    if found is None or not found.submodule_search_locations:
+        raise ImportError("No module named onnx")
+    path = Path(found.submodule_search_locations[0]) / "onnx_ml_pb2.py"
+    spec = importlib.util.spec_from_file_location("onnx_ml_pb2", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _split(proto: Any, fd: int) -> tuple[tuple[bytes, TableLayout] | None, str]:
     try:
         mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:  # an empty file, a file that cannot be mapped
-        log.info("word_table_kept", reason=_first_line(exc))
-        return None
+        return None, _first_line(exc)
     with mapped:
+        model = proto.ModelProto()
         try:
-            model = onnx.load_model_from_string(mapped[:])
-        # The library's own errors (protobuf's DecodeError, ...): onnxruntime's load then says why.
-        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and onnx's own, undeclared
-            log.info("word_table_kept", reason=_first_line(exc))
-            return None
-        if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
-            return None  # weights in files of their own: onnxruntime maps those already
+            model.ParseFromString(mapped[:])
+        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, by implementation
+            return None, _first_line(exc)
+        if any(t.data_location == proto.TensorProto.EXTERNAL for t in model.graph.initializer):
+            return None, "weights in files of their own (onnxruntime maps those)"
         found = _lookup(model)
         if found is None:
-            return None
+            return None, f"no lookup of a table of {MIN_TABLE_BYTES} bytes or more by {TOKEN_IDS_INPUT}"
         node, table = found
+        dtype = _NUMPY_TYPES.get(proto.TensorProto.DataType.Name(table.data_type))
+        if dtype is None:
+            return None, f"a table of {proto.TensorProto.DataType.Name(table.data_type)}"
         offset = _offset_in(mapped, table.raw_data)
     if offset is None:
-        log.info("word_table_kept", reason="the table's bytes are not stored verbatim in the file")
-        return None
+        return None, "the table's bytes are not stored verbatim in the file"
     rows, width = (int(d) for d in table.dims)
-    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(table.data_type))
-    layout = TableLayout(offset, rows, width, dtype.name, node.output[0])
+    layout = TableLayout(offset, rows, width, dtype, node.output[0])
     graph = model.graph
     graph.node.remove(node)
     graph.initializer.remove(table)
-    graph.input.append(
-        onnx.helper.make_tensor_value_info(layout.input_name, table.data_type, ["batch", "sequence", width])
-    )
-    return model.SerializeToString(), layout
+    fed = graph.input.add()
+    fed.name = layout.input_name
+    tensor = fed.type.tensor_type
+    tensor.elem_type = table.data_type
+    tensor.shape.dim.add().dim_param = "batch"
+    tensor.shape.dim.add().dim_param = "sequence"
+    tensor.shape.dim.add().dim_value = width
+    return (model.SerializeToString(), layout), ""
+
+
+# ONNX element types numpy holds as stored (raw_data is little-endian, whatever the machine).
+_NUMPY_TYPES = {
+    "FLOAT": "<f4",
+    "DOUBLE": "<f8",
+    "FLOAT16": "<f2",
+    "UINT8": "u1",
+    "INT8": "i1",
+    "UINT16": "<u2",
+    "INT16": "<i2",
+    "UINT32": "<u4",
+    "INT32": "<i4",
+    "UINT64": "<u8",
+    "INT64": "<i8",
+}
 
 
 def _lookup(model: Any) -> tuple[Any, Any] | None:
@@ -185,3 +265,8 @@ def _offset_in(mapped: mmap.mmap, data: bytes) -> int | None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+if __name__ == "__main__":
+    MIN_TABLE_BYTES = int(sys.argv[2])
+    _answer(int(sys.argv[1]))
