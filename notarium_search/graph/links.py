@@ -14,7 +14,6 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from sys import intern
 from typing import Protocol, runtime_checkable
 
 from notarium_search.types import ParsedNote, WikiLink
@@ -34,6 +33,18 @@ def normalise(target: str) -> str:
     while key.startswith(("./", "/")):
         key = key[2:] if key.startswith("./") else key[1:]
     return key.removesuffix(".md").rstrip()
+
+
+def _hashed(key: str) -> int:
+    """What the graph keeps of a key: its hash (the process's 64-bit SipHash).
+    A key as a string was 100-165 bytes and an entry in the interpreter's
+    table of interned strings; its hash is one 36-byte int, shared by the
+    places that hold it (bench/graph_memory.py, the 50,000-note benchmark
+    vault: 74.8 → 60.9 MiB held, built in 3.08 → 2.83 s). Two keys of a space with the same hash, one chance in ~10^9 at
+    200,000 keys, would only make one name resolve as the other. The graph is
+    never saved nor sent: the process's hash seed is all it needs. The empty
+    key (`[[#heading]]`, `[[ ]]`: never a note's name) is 0, and no other."""
+    return (hash(key) or 1) if key else 0
 
 
 class _Named(Protocol):
@@ -98,7 +109,7 @@ class GraphStats:
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """What the graph keeps of a note: not its title, aliases or path, only the
-    keys made of them (the note's names), and its links as written."""
+    keys made of them (the note's names, hashed), and its links as written."""
 
     note_id: str
     links: tuple[WikiLink, ...]
@@ -106,16 +117,18 @@ class _Entry:
     order: tuple[int, int]  # (depth, length) of the path: the shorter wins a tie
     # The note's distinct (level, key) pairs, as two sequences: a tuple per
     # pair cost 56 bytes, ~2 MiB at 10,000 notes.
-    keys: tuple[str, ...]
+    keys: tuple[int, ...]
     levels: bytes
-    targets: tuple[str, ...]  # normalised target of each link, in order
+    targets: tuple[int, ...]  # the hashed normalised target of each link, in order
 
-    def named(self) -> Iterable[tuple[int, str]]:
+    def named(self) -> Iterable[tuple[int, int]]:
         """(level, key) of each of the note's names."""
         return zip(self.levels, self.keys, strict=True)
 
 
-def _entry(note: NoteLinks) -> _Entry:
+def _entry(note: NoteLinks, folders: dict[str, str]) -> _Entry:
+    """The note's entry; `folders` holds one string per folder name (a few
+    hundred in a vault), not one a note."""
     folder, _, _name = note.path.rpartition("/")
     path = normalise(note.path)
     parts = path.split("/")
@@ -124,19 +137,24 @@ def _entry(note: NoteLinks) -> _Entry:
     if len(parts) > 1:
         keys.append((_PATH, path))
         keys.extend((_PATH_SUFFIX, "/".join(parts[i:])) for i in range(1, len(parts) - 1))
-    # Interned: a key is also a dict key of `_by_key`, a target of other notes'
-    # links and a key of `_sources`; one string each instead of one per place
-    # (with the entry no longer holding the note's title, aliases and path, and
-    # the keys without a tuple each: 23.0 → 14.5 MiB at 10,000 notes, bench/graph_memory.py).
-    named = tuple(dict.fromkeys((level, intern(key)) for level, key in keys if key))
+    # Hashed (`_hashed`): a key is also a dict key of `_by_key`, a target of
+    # other notes' links and a key of `_sources`. With the entry no longer
+    # holding the note's title, aliases and path, and the keys without a tuple
+    # each: 23.0 → 14.5 MiB at 10,000 notes as interned strings, bench/graph_memory.py.
+    # A key is kept at the best level the note has it at: resolution stops at the
+    # first level holding a key, so the note's others could never be reached
+    # (a file named as its title, a note's id and path: 60.9 → 51.9 MiB held at
+    # 50,000 notes, bench/graph_memory.py).
+    best = {_hashed(key): level for level, key in sorted(keys, reverse=True) if key}
+    named = sorted(((level, key) for key, level in best.items()), key=lambda pair: pair[0])
     return _Entry(
-        note_id=intern(note.id),
+        note_id=note.id,
         links=note.links,
-        folder=intern(folder),
+        folder=folders.setdefault(folder, folder),
         order=(len(parts), len(note.path)),
         keys=tuple(key for _, key in named),
         levels=bytes(level for level, _ in named),
-        targets=tuple(intern(normalise(link.target)) for link in note.links),
+        targets=tuple(_hashed(normalise(link.target)) for link in note.links),
     )
 
 
@@ -145,7 +163,7 @@ def _entry(note: NoteLinks) -> _Entry:
 _Ids = str | set[str]
 
 
-def _put(index: dict[str, _Ids], key: str, note_id: str) -> None:
+def _put(index: dict[int, _Ids], key: int, note_id: str) -> None:
     have = index.get(key)
     if have is None:
         index[key] = note_id
@@ -156,7 +174,7 @@ def _put(index: dict[str, _Ids], key: str, note_id: str) -> None:
         have.add(note_id)
 
 
-def _take(index: dict[str, _Ids], key: str, note_id: str) -> None:
+def _take(index: dict[int, _Ids], key: int, note_id: str) -> None:
     have = index.get(key)
     if isinstance(have, str):
         if have == note_id:
@@ -178,9 +196,10 @@ class LinkGraph:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
-        self._by_key: tuple[dict[str, _Ids], ...] = tuple({} for _ in _LEVELS)
-        self._sources: dict[str, _Ids] = {}  # written key → notes that wrote it
-        self._written: dict[str, int] = {}  # written key → links, so stats never re-resolve
+        self._by_key: tuple[dict[int, _Ids], ...] = tuple({} for _ in _LEVELS)
+        self._sources: dict[int, _Ids] = {}  # written key → notes that wrote it
+        self._written: dict[int, int] = {}  # written key → links, so stats never re-resolve
+        self._folders: dict[str, str] = {}  # changed by the one writer only, outside the lock
         self._links = 0
         self._resolved = 0
 
@@ -193,7 +212,7 @@ class LinkGraph:
             return note_id in self._entries
 
     def upsert(self, note: NoteLinks) -> None:
-        entry = _entry(note)  # outside the lock: readers wait only for the dict updates
+        entry = _entry(note, self._folders)  # outside the lock: readers wait only for the dict updates
         with self._lock:
             self._drop(note.id)
             self._add(entry)
@@ -206,7 +225,7 @@ class LinkGraph:
         """The note `target` names when written in `source_id` (its folder breaks ties)."""
         with self._lock:
             source = self._entries.get(source_id)
-            return self._resolve(source.folder if source else "", normalise(target))
+            return self._resolve(source.folder if source else "", _hashed(normalise(target)))
 
     def outgoing(self, note_id: str) -> tuple[Link, ...]:
         with self._lock:
@@ -255,7 +274,7 @@ class LinkGraph:
             written += 1 if isinstance(sources, str) else len(sources)
         return written + len(entry.targets)
 
-    def _resolve(self, folder: str, key: str) -> str | None:
+    def _resolve(self, folder: str, key: int) -> str | None:
         if not key:
             return None
         for index in self._by_key:
@@ -331,7 +350,7 @@ class LinkGraph:
             if written and not self._named(key):
                 self._resolved -= written
 
-    def _named(self, key: str) -> bool:
+    def _named(self, key: int) -> bool:
         """Whether some note owns `key`, i.e. whether a link written so resolves."""
         for index in self._by_key:  # noqa: SIM110 - a loop: 13% off a 50,000-note build, against any()
             if key in index:
