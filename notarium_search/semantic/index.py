@@ -30,9 +30,11 @@ from notarium_search.semantic.chunking import CHUNKING_FINGERPRINT, chunk_note
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.manifest import (
     FragmentTable,
+    FrozenFragments,
     ManifestUnreadable,
     Record,
     decode_calibrated,
+    decode_frozen,
     encode,
 )
 from notarium_search.semantic.probes import Calibration, measured, probe_queries
@@ -137,11 +139,13 @@ class SemanticIndex:
 
     def _load(self) -> None:
         self.generation = 0
-        self.notes = FragmentTable()
+        # A follower's table is read-only and compact (manifest.FrozenFragments: half the memory).
+        self.notes: FragmentTable | FrozenFragments = FrozenFragments(()) if self.read_only else FragmentTable()
         self.store = VectorStore(self.embedder.config.dim)
         self._dirty = True  # until a manifest matching this fingerprint is read
+        decode = decode_frozen if self.read_only else decode_calibrated
         try:
-            fingerprint, generation, checksum, notes, calibration = decode_calibrated(self._manifest_path.read_bytes())
+            fingerprint, generation, checksum, notes, calibration = decode(self._manifest_path.read_bytes())
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -165,6 +169,12 @@ class SemanticIndex:
         self.store, self.generation, self.notes = store, generation, notes
         self.calibration = calibration
         self._dirty = False
+
+    def _writable(self) -> FragmentTable:
+        """The writer's table (a follower never changes its own)."""
+        if not isinstance(self.notes, FragmentTable):
+            raise TypeError("a follower's vector manifest is read-only")
+        return self.notes
 
     def _reset(self, reason: str | None) -> None:
         if self.read_only:  # the writer repairs; a reader answers without vectors meanwhile
@@ -227,7 +237,7 @@ class SemanticIndex:
             if gone:
                 with self._lock:
                     self.store.remove(gone)
-                    self.notes.replace(note.id, kept)
+                    self._writable().replace(note.id, kept)
                 self._dirty = True
             kept_ids = {r.id for r in kept}
             self._set_pending(note.id, {fid: f for fid, f in wanted.items() if fid not in kept_ids})
@@ -245,7 +255,7 @@ class SemanticIndex:
 
     def _drop_note(self, note_id: str) -> None:
         with self._lock:
-            records = self.notes.pop(note_id)
+            records = self._writable().pop(note_id)
             self.store.remove([r.key for r in records])
         self._dirty = self._dirty or bool(records)
         self._set_pending(note_id, {})
@@ -323,7 +333,7 @@ class SemanticIndex:
             self.store.add(keys, vectors.astype(np.float32))
             for fragment in batch:
                 record = Record(fragment.id, fragment.key, fragment.start, fragment.end, text_digest(fragment.text))
-                self.notes.add(fragment.note_id, record)
+                self._writable().add(fragment.note_id, record)
         self._dirty = True
         for fragment in batch:
             fragments = self._pending.get(fragment.note_id, {})

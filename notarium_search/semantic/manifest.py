@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 import struct
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import msgspec
@@ -89,6 +91,15 @@ def _unpack(rows: bytes, at: int) -> Record:
     return Record(raw_id.hex(), _key_at(rows, at), start, end, digest.hex())
 
 
+def _find_row(rows: bytes, key: int) -> Record | None:
+    """The record of this vector key among a note's packed rows, or None."""
+    needle = key.to_bytes(8, "big")
+    at = rows.find(needle)
+    while at >= 0 and at % _ROW.size:  # within another row's id or digest: look further
+        at = rows.find(needle, at + 1)
+    return None if at < 0 else _unpack(rows, at)
+
+
 class FragmentTable(Mapping[str, list[Record]]):
     """Note id → its fragments' records (a new list each time), packed.
     Only the space's writer thread changes it (semantic/index.py)."""
@@ -131,12 +142,7 @@ class FragmentTable(Mapping[str, list[Record]]):
         """The note's fragment of this vector key, or None. Its key is searched
         for in the packed rows by `bytes.find` (C): a row at a time in Python
         was 15 % of a hybrid answer's CPU outside the model, for 400 hits."""
-        rows = self._rows.get(note_id, b"")
-        needle = key.to_bytes(8, "big")
-        at = rows.find(needle)
-        while at >= 0 and at % _ROW.size:  # within another row's id or digest: look further
-            at = rows.find(needle, at + 1)
-        return None if at < 0 else _unpack(rows, at)
+        return _find_row(self._rows.get(note_id, b""), key)
 
     def keys_of(self, note_ids: Iterable[str]) -> list[int]:
         """The vector keys of these notes' fragments."""
@@ -167,8 +173,84 @@ class FragmentTable(Mapping[str, list[Record]]):
         return records
 
 
+class FrozenFragments(Mapping[str, list[Record]]):
+    """The same table as `FragmentTable`, read-only, for a worker that follows
+    the writer (it reads the writer's manifest again after each change): the
+    note ids sorted in a list, their rows in one bytes object, and the vector
+    keys sorted in one array with their notes' positions, all found by
+    bisection, where `FragmentTable` keeps a dict entry and an int object a
+    fragment, and a dict entry and a bytes object a note. Iterated in the
+    notes' order. tests/semantic/test_manifest.py measures both."""
+
+    __slots__ = ("_ids", "_keys", "_owners", "_rows", "_starts")
+
+    def __init__(self, notes: Iterable[tuple[str, bytes]]) -> None:
+        ordered = sorted(notes)
+        self._ids = [note_id for note_id, _ in ordered]
+        self._rows = b"".join(rows for _, rows in ordered)
+        self._starts = array("Q", [0])
+        for _, rows in ordered:
+            self._starts.append(self._starts[-1] + len(rows))
+        owners = [at for at, (_, rows) in enumerate(ordered) for _ in range(0, len(rows), _ROW.size)]
+        keys = [_key_at(self._rows, at) for at in range(0, len(self._rows), _ROW.size)]
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self._keys = array("Q", [keys[i] for i in order])
+        self._owners = array("I", [owners[i] for i in order])
+
+    def _position(self, note_id: object) -> int | None:
+        at = bisect_left(self._ids, note_id) if isinstance(note_id, str) else len(self._ids)
+        return at if at < len(self._ids) and self._ids[at] == note_id else None
+
+    def _note_rows(self, note_id: str) -> bytes:
+        at = self._position(note_id)
+        return b"" if at is None else self._rows[self._starts[at] : self._starts[at + 1]]
+
+    def __getitem__(self, note_id: str) -> list[Record]:
+        if self._position(note_id) is None:
+            raise KeyError(note_id)
+        rows = self._note_rows(note_id)
+        return [_unpack(rows, at) for at in range(0, len(rows), _ROW.size)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, note_id: object) -> bool:
+        return self._position(note_id) is not None
+
+    def fragment_count(self) -> int:
+        return len(self._keys)
+
+    def note_of(self, key: int) -> str | None:
+        at = bisect_left(self._keys, key)
+        return self._ids[self._owners[at]] if at < len(self._keys) and self._keys[at] == key else None
+
+    def find(self, key: int) -> tuple[str, Record] | None:
+        note_id = self.note_of(key)
+        if note_id is None:
+            return None
+        record = self.record(note_id, key)
+        return None if record is None else (note_id, record)
+
+    def record(self, note_id: str, key: int) -> Record | None:
+        return _find_row(self._note_rows(note_id), key)
+
+    def keys_of(self, note_ids: Iterable[str]) -> list[int]:
+        keys = []
+        for note_id in note_ids:
+            rows = self._note_rows(note_id)
+            keys += [_key_at(rows, at) for at in range(0, len(rows), _ROW.size)]
+        return keys
+
+
 def encode(
-    fingerprint: str, generation: int, checksum: str, table: FragmentTable, calibration: Calibration | None = None
+    fingerprint: str,
+    generation: int,
+    checksum: str,
+    table: Mapping[str, list[Record]],
+    calibration: Calibration | None = None,
 ) -> bytes:
     """The manifest as JSON, one note's records encoded at a time."""
     head = msgspec.json.encode(_Head(fingerprint, generation, checksum, calibration))
@@ -196,6 +278,21 @@ def decode_calibrated(data: bytes) -> tuple[str, int, str, FragmentTable, Calibr
     except msgspec.DecodeError as exc:
         raise ManifestUnreadable(str(exc)) from None
     return saved.fingerprint, saved.generation, saved.checksum, table, _calibration(saved.calibration)
+
+
+def decode_frozen(data: bytes) -> tuple[str, int, str, FrozenFragments, Calibration | None]:
+    """`decode_calibrated` into a read-only table, for a follower."""
+    try:
+        saved = msgspec.json.decode(data, type=_Saved)
+        rows = [(note_id, _packed(msgspec.json.decode(raw, type=list[Record]))) for note_id, raw in saved.notes.items()]
+    except msgspec.DecodeError as exc:
+        raise ManifestUnreadable(str(exc)) from None
+    table = FrozenFragments((note_id, packed) for note_id, packed in rows if packed)
+    return saved.fingerprint, saved.generation, saved.checksum, table, _calibration(saved.calibration)
+
+
+def _packed(records: Sequence[Record]) -> bytes:
+    return b"".join(map(_pack, records))
 
 
 def _calibration(raw: msgspec.Raw) -> Calibration | None:
