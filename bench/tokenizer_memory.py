@@ -11,10 +11,9 @@ not hide the other's), alternately, `--rounds` times: RSS growth of the load
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 from pathlib import Path
+
+from bench.fresh_process import measured_apart
 
 ROUTES = ("tokenizers", "sentencepiece")
 PASSAGES = 1000
@@ -53,14 +52,7 @@ print(json.dumps({"route": route, "held_mib": held, "peak_mib": peak, "load_s": 
 
 
 def measure(route: str, tokenizer_json: Path, corpus: str) -> dict[str, float | str]:
-    result = subprocess.run(
-        [sys.executable, "-c", _CHILD, route, str(tokenizer_json), corpus],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    measured: dict[str, float | str] = json.loads(result.stdout.strip().splitlines()[-1])
-    return measured
+    return measured_apart(_CHILD, route, str(tokenizer_json), corpus)
 
 
 def main(argv: list[str] | None = None) -> int:

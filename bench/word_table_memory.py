@@ -14,10 +14,9 @@ fixed French and English sentences).
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 from pathlib import Path
+
+from bench.fresh_process import measured_apart
 
 ROUTES = ("in-graph", "from-file")
 
@@ -72,14 +71,7 @@ print(json.dumps({
 
 
 def measure(route: str, pack: Path, eval_dir: Path, queries: int, passages: int) -> dict[str, float | str]:
-    result = subprocess.run(
-        [sys.executable, "-c", _CHILD, route, str(pack), str(eval_dir), str(queries), str(passages)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    measured: dict[str, float | str] = json.loads(result.stdout.strip().splitlines()[-1])
-    return measured
+    return measured_apart(_CHILD, route, str(pack), str(eval_dir), str(queries), str(passages))
 
 
 def main(argv: list[str] | None = None) -> int:

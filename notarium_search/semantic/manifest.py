@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import struct
+from abc import abstractmethod
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -100,9 +101,58 @@ def _find_row(rows: bytes, key: int) -> Record | None:
     return None if at < 0 else _unpack(rows, at)
 
 
-class FragmentTable(Mapping[str, list[Record]]):
-    """Note id → its fragments' records (a new list each time), packed.
-    Only the space's writer thread changes it (semantic/index.py)."""
+class _PackedRows(Mapping[str, list[Record]]):
+    """Note id → its fragments' records (a new list each time), from each
+    note's packed rows: the reads both tables answer alike."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def _note_rows(self, note_id: str) -> bytes | None:
+        """The note's packed rows, or None when the table has no such note."""
+
+    @abstractmethod
+    def note_of(self, key: int) -> str | None:
+        """The note whose fragment has this vector key (None: none has)."""
+
+    @abstractmethod
+    def fragment_count(self) -> int:
+        """The fragments the table holds."""
+
+    def __getitem__(self, note_id: str) -> list[Record]:
+        rows = self._note_rows(note_id)
+        if rows is None:
+            raise KeyError(note_id)
+        return [_unpack(rows, at) for at in range(0, len(rows), _ROW.size)]
+
+    def __contains__(self, note_id: object) -> bool:
+        return isinstance(note_id, str) and self._note_rows(note_id) is not None
+
+    def find(self, key: int) -> tuple[str, Record] | None:
+        """The note and record of a vector key, or None when no note has it."""
+        note_id = self.note_of(key)
+        if note_id is None:
+            return None
+        record = self.record(note_id, key)
+        return None if record is None else (note_id, record)
+
+    def record(self, note_id: str, key: int) -> Record | None:
+        """The note's fragment of this vector key, or None. Its key is searched
+        for in the packed rows by `bytes.find` (C): a row at a time in Python
+        was 15 % of a hybrid answer's CPU outside the model, for 400 hits."""
+        return _find_row(self._note_rows(note_id) or b"", key)
+
+    def keys_of(self, note_ids: Iterable[str]) -> list[int]:
+        """The vector keys of these notes' fragments."""
+        keys = []
+        for note_id in note_ids:
+            rows = self._note_rows(note_id) or b""
+            keys += [_key_at(rows, at) for at in range(0, len(rows), _ROW.size)]
+        return keys
+
+
+class FragmentTable(_PackedRows):
+    """The writer's table. Only the space's writer thread changes it (semantic/index.py)."""
 
     __slots__ = ("_note_of", "_rows")
 
@@ -110,9 +160,8 @@ class FragmentTable(Mapping[str, list[Record]]):
         self._rows: dict[str, bytes] = {}
         self._note_of: dict[int, str] = {}  # vector key → note id
 
-    def __getitem__(self, note_id: str) -> list[Record]:
-        rows = self._rows[note_id]
-        return [_unpack(rows, at) for at in range(0, len(rows), _ROW.size)]
+    def _note_rows(self, note_id: str) -> bytes | None:
+        return self._rows.get(note_id)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._rows)
@@ -120,43 +169,17 @@ class FragmentTable(Mapping[str, list[Record]]):
     def __len__(self) -> int:
         return len(self._rows)
 
-    def __contains__(self, note_id: object) -> bool:
-        return note_id in self._rows
-
     def fragment_count(self) -> int:
         return len(self._note_of)
 
-    def find(self, key: int) -> tuple[str, Record] | None:
-        """The note and record of a vector key, or None when no note has it."""
-        note_id = self._note_of.get(key)
-        if note_id is None:
-            return None
-        record = self.record(note_id, key)
-        return None if record is None else (note_id, record)
-
     def note_of(self, key: int) -> str | None:
-        """The note whose fragment has this vector key (None: none has)."""
         return self._note_of.get(key)
-
-    def record(self, note_id: str, key: int) -> Record | None:
-        """The note's fragment of this vector key, or None. Its key is searched
-        for in the packed rows by `bytes.find` (C): a row at a time in Python
-        was 15 % of a hybrid answer's CPU outside the model, for 400 hits."""
-        return _find_row(self._rows.get(note_id, b""), key)
-
-    def keys_of(self, note_ids: Iterable[str]) -> list[int]:
-        """The vector keys of these notes' fragments."""
-        keys = []
-        for note_id in note_ids:
-            rows = self._rows.get(note_id, b"")
-            keys += [_key_at(rows, at) for at in range(0, len(rows), _ROW.size)]
-        return keys
 
     def replace(self, note_id: str, records: Sequence[Record]) -> None:
         """The note's records are now `records` (none: the note leaves)."""
         self.pop(note_id)
         if records:
-            self._rows[note_id] = b"".join(map(_pack, records))
+            self._rows[note_id] = _packed(records)
             for record in records:
                 self._note_of[record.key] = note_id
 
@@ -173,14 +196,14 @@ class FragmentTable(Mapping[str, list[Record]]):
         return records
 
 
-class FrozenFragments(Mapping[str, list[Record]]):
-    """The same table as `FragmentTable`, read-only, for a worker that follows
-    the writer (it reads the writer's manifest again after each change): the
-    note ids sorted in a list, their rows in one bytes object, and the vector
-    keys sorted in one array with their notes' positions, all found by
-    bisection, where `FragmentTable` keeps a dict entry and an int object a
-    fragment, and a dict entry and a bytes object a note. Iterated in the
-    notes' order. tests/semantic/test_manifest.py measures both."""
+class FrozenFragments(_PackedRows):
+    """The same table, read-only, for a worker that follows the writer (it
+    reads the writer's manifest again after each change): the note ids sorted
+    in a list, their rows in one bytes object, and the vector keys sorted in
+    one array with their notes' positions, all found by bisection, where
+    `FragmentTable` keeps a dict entry and an int object a fragment, and a
+    dict entry and a bytes object a note. Iterated in the notes' order.
+    tests/semantic/test_manifest.py measures both."""
 
     __slots__ = ("_ids", "_keys", "_owners", "_rows", "_starts")
 
@@ -197,19 +220,11 @@ class FrozenFragments(Mapping[str, list[Record]]):
         self._keys = array("Q", [keys[i] for i in order])
         self._owners = array("I", [owners[i] for i in order])
 
-    def _position(self, note_id: object) -> int | None:
-        at = bisect_left(self._ids, note_id) if isinstance(note_id, str) else len(self._ids)
-        return at if at < len(self._ids) and self._ids[at] == note_id else None
-
-    def _note_rows(self, note_id: str) -> bytes:
-        at = self._position(note_id)
-        return b"" if at is None else self._rows[self._starts[at] : self._starts[at + 1]]
-
-    def __getitem__(self, note_id: str) -> list[Record]:
-        if self._position(note_id) is None:
-            raise KeyError(note_id)
-        rows = self._note_rows(note_id)
-        return [_unpack(rows, at) for at in range(0, len(rows), _ROW.size)]
+    def _note_rows(self, note_id: str) -> bytes | None:
+        at = bisect_left(self._ids, note_id)
+        if at == len(self._ids) or self._ids[at] != note_id:
+            return None
+        return self._rows[self._starts[at] : self._starts[at + 1]]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
@@ -217,32 +232,12 @@ class FrozenFragments(Mapping[str, list[Record]]):
     def __len__(self) -> int:
         return len(self._ids)
 
-    def __contains__(self, note_id: object) -> bool:
-        return self._position(note_id) is not None
-
     def fragment_count(self) -> int:
         return len(self._keys)
 
     def note_of(self, key: int) -> str | None:
         at = bisect_left(self._keys, key)
         return self._ids[self._owners[at]] if at < len(self._keys) and self._keys[at] == key else None
-
-    def find(self, key: int) -> tuple[str, Record] | None:
-        note_id = self.note_of(key)
-        if note_id is None:
-            return None
-        record = self.record(note_id, key)
-        return None if record is None else (note_id, record)
-
-    def record(self, note_id: str, key: int) -> Record | None:
-        return _find_row(self._note_rows(note_id), key)
-
-    def keys_of(self, note_ids: Iterable[str]) -> list[int]:
-        keys = []
-        for note_id in note_ids:
-            rows = self._note_rows(note_id)
-            keys += [_key_at(rows, at) for at in range(0, len(rows), _ROW.size)]
-        return keys
 
 
 def encode(
