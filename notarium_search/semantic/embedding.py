@@ -37,8 +37,11 @@ if TYPE_CHECKING:
     Vectors = npt.NDArray[np.float32]
     Ids = npt.NDArray[np.int64]
 
+from notarium_search.logsetup import get_logger
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable
 from notarium_search.semantic.model_config import ModelConfig, read_model_config, vector_settings
+
+log = get_logger(__name__)
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -203,13 +206,19 @@ def _open_session(model_path: Path, threads: int) -> tuple[Any, WordTable | None
     # own coloured copy on stderr (and its warnings about unused initializers
     # of some exports) would only be noise in the service's log.
     options.log_severity_level = 4
-    try:
-        if split is None:
-            return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"]), None
+    if split is not None:
         graph, table = split
-        return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"]), table
-    # onnxruntime raises private pybind11 types (InvalidProtobuf, Fail, ...)
-    # that derive from Exception only.
+        try:
+            session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+            _graph_inputs(session, table.input_name)
+        # onnxruntime's private pybind11 types (InvalidProtobuf, Fail, ...) derive from Exception only.
+        except Exception as exc:  # noqa: BLE001 - the graph as split does not load: the pack loads whole
+            log.info("word_table_kept", reason=f"the split graph does not load: {_first_line(exc)}")
+            table.close()
+        else:
+            return session, table
+    try:
+        return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"]), None
     except Exception as exc:
         raise EmbedderUnavailable(f"cannot load {model_path}: {_first_line(exc)}") from exc
 

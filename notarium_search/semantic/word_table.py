@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from notarium_search.logsetup import get_logger
+from notarium_search.semantic.embedder_errors import EmbedderUnavailable
 
 log = get_logger(__name__)
 
@@ -55,6 +56,7 @@ MIN_TABLE_BYTES = 16 * 2**20
 TOKEN_IDS_INPUT = "input_ids"  # noqa: S105 - a graph input's name
 # The graph's reader: e5-small's 118 MB take ~1 s; a process that hangs is given up on.
 SPLIT_SECONDS = 120
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this package
 # The table's first bytes, looked for in the file; then all of them compared.
 PROBE_BYTES = 64 * 1024
 
@@ -70,9 +72,17 @@ class TableLayout:
     input_name: str  # the graph input fed with the rows looked up
 
 
+class ModelFileChanged(EmbedderUnavailable):
+    """The pack's model.onnx was written over in place since it was loaded:
+    its table's rows would no longer match the rest of the graph."""
+
+
 class WordTable:
-    """The rows of one table, read from the pack's file as it was when the
-    graph was read (its descriptor is kept, and closed with the table)."""
+    """The rows of one table, read from the pack's file through the descriptor
+    the graph was read from (kept, and closed with the table): a pack replaced
+    by a new file renamed over it is still read as loaded. One written over in
+    place is refused (`ModelFileChanged`): onnxruntime held its own copy of
+    every weight, so such a write never changed the vectors before."""
 
     def __init__(self, fd: int, layout: TableLayout) -> None:
         self.layout = layout
@@ -81,6 +91,7 @@ class WordTable:
         self._row_bytes = layout.width * self._dtype.itemsize
         self._fd = fd
         self._close = weakref.finalize(self, os.close, fd)
+        self._loaded = _identity(os.fstat(fd))
 
     def rows(self, ids: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """The table's rows for token ids of any shape: shape + (width,)."""
@@ -93,11 +104,16 @@ class WordTable:
         for at, token in enumerate(unique.tolist()):
             row = os.pread(self._fd, size, start + token * size)
             if len(row) != size:
-                raise OSError(f"the model file ends inside its word table (row {token})")
+                break
             view[at * size : (at + 1) * size] = row
-        table = np.frombuffer(found, dtype=self._dtype).reshape(unique.size, self.layout.width)
-        rows: np.ndarray[Any, Any] = table[inverse.reshape(ids.shape)]
-        return rows
+        else:
+            if _identity(os.fstat(self._fd)) == self._loaded:  # ~1 µs a call
+                table = np.frombuffer(found, dtype=self._dtype).reshape(unique.size, self.layout.width)
+                # Native byte order (a no-op where it is little-endian already, as stored).
+                native = table.astype(self._dtype.newbyteorder("="), copy=False)
+                rows: np.ndarray[Any, Any] = native[inverse.reshape(ids.shape)]
+                return rows
+        raise ModelFileChanged("the model file was changed on disk since it was loaded: restart the service")
 
     def close(self) -> None:
         self._close()
@@ -127,22 +143,53 @@ def split_graph(model_path: Path) -> tuple[bytes, WordTable] | None:
 
 
 def _split_apart(fd: int) -> tuple[bytes, TableLayout] | None:
-    command = [sys.executable, "-m", __name__, str(fd), str(MIN_TABLE_BYTES)]
+    # -P and this package's folder first: the child imports this very package, never a module
+    # of the folder the service was started in; no stdin (MCP's stdio is the protocol's pipe).
+    command = [sys.executable, "-P", "-m", __name__, str(fd), str(MIN_TABLE_BYTES)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")])}
     try:
-        done = subprocess.run(command, pass_fds=(fd,), capture_output=True, timeout=SPLIT_SECONDS, check=False)
+        done = subprocess.run(
+            command,
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            cwd="/",
+            env=env,
+            timeout=SPLIT_SECONDS,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:  # no process to be had, or one that hangs
         log.info("word_table_kept", reason=_first_line(exc))
         return None
     head, _, graph = done.stdout.partition(b"\n")
-    if done.returncode != 0 or not head:
+    if done.returncode != 0:
         reason = done.stderr.decode(errors="replace").strip().splitlines()
         log.info("word_table_kept", reason=f"the graph's reader ended with {done.returncode}: {reason[-1:]}")
         return None
-    answer = json.loads(head)
-    if answer["layout"] is None:
-        log.info("word_table_kept", reason=answer["reason"])
+    layout = _layout(head)
+    if isinstance(layout, str):
+        log.info("word_table_kept", reason=layout)
         return None
-    return graph, TableLayout(**answer["layout"])
+    return graph, layout
+
+
+def _layout(head: bytes) -> TableLayout | str:
+    """The layout the child's first line gives, or why there is none (its own
+    reason, or an answer that is not one: anything it printed is mistrusted)."""
+    try:
+        answer = json.loads(head)
+        fields = answer["layout"]
+        if fields is None:
+            return str(answer["reason"])
+        layout = TableLayout(**fields)
+    except (ValueError, KeyError, TypeError) as exc:
+        return f"the graph's reader answered no layout: {_first_line(exc)}"
+    numbers = (layout.offset, layout.rows, layout.width)
+    if not all(type(n) is int and n >= 0 for n in numbers) or layout.dtype not in _NUMPY_TYPES.values():
+        return f"the graph's reader answered a layout that is not one: {layout}"
+    if not isinstance(layout.input_name, str):
+        return f"the graph's reader answered a layout that is not one: {layout}"
+    return layout
 
 
 def _answer(fd: int) -> None:
@@ -197,14 +244,18 @@ def _split(proto: Any, fd: int) -> tuple[tuple[bytes, TableLayout] | None, str]:
         dtype = _NUMPY_TYPES.get(proto.TensorProto.DataType.Name(table.data_type))
         if dtype is None:
             return None, f"a table of {proto.TensorProto.DataType.Name(table.data_type)}"
+        rows, width = (int(d) for d in table.dims)
+        if len(table.raw_data) != rows * width * np.dtype(dtype).itemsize:
+            return None, "the table's bytes are not its shape's (onnxruntime says why)"
         offset = _offset_in(mapped, table.raw_data)
     if offset is None:
         return None, "the table's bytes are not stored verbatim in the file"
-    rows, width = (int(d) for d in table.dims)
     layout = TableLayout(offset, rows, width, dtype, node.output[0])
     graph = model.graph
     graph.node.remove(node)
     graph.initializer.remove(table)
+    for listed in [i for i in graph.input if i.name == table.name]:  # exports that list weights as inputs
+        graph.input.remove(listed)
     fed = graph.input.add()
     fed.name = layout.input_name
     tensor = fed.type.tensor_type
@@ -265,6 +316,12 @@ def _offset_in(mapped: mmap.mmap, data: bytes) -> int | None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int, int, int]:
+    """What changes when a file is written over in place (not its ctime, which
+    a new pack renamed over it changes too: the old file loses its name)."""
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from notarium_search.semantic import word_table
 from notarium_search.semantic.embedding import load_embedder
-from notarium_search.semantic.word_table import split_graph
+from notarium_search.semantic.word_table import ModelFileChanged, WordTable, split_graph
 from tests.conftest import models_dir, run_child
 from tests.semantic.test_tokenizing import HOSTILE
 from tests.test_quality import collection
@@ -78,9 +78,12 @@ def test_a_process_holding_e5_small_does_not_hold_its_word_table():
 # ---------------------------------------------------------------- tiny graphs
 
 
-def tiny_model(path: Path, *, indices: str = "input_ids", second_reader: bool = False) -> np.ndarray[Any, Any]:
+def tiny_model(
+    path: Path, *, indices: str = "input_ids", second_reader: bool = False, listed: bool = False
+) -> np.ndarray[Any, Any]:
     """A graph whose first step looks its table up by `indices`, then scales
-    the rows; the table it holds is returned."""
+    the rows; the table it holds is returned. `listed`: the table is also a
+    graph input (older exports list their weights so)."""
     table = np.arange(ROWS * WIDTH, dtype=np.float32).reshape(ROWS, WIDTH) / 7
     nodes = [
         helper.make_node("Gather", ["table", indices], ["rows"]),
@@ -90,13 +93,16 @@ def tiny_model(path: Path, *, indices: str = "input_ids", second_reader: bool = 
     if second_reader:  # the table read again elsewhere: it must stay in the graph
         nodes.append(helper.make_node("ReduceSum", ["table"], ["total"], keepdims=0))
         outputs.append(helper.make_tensor_value_info("total", TensorProto.FLOAT, []))
+    inputs = [
+        helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "s"]),
+        helper.make_tensor_value_info("other_ids", TensorProto.INT64, ["b", "s"]),
+    ]
+    if listed:
+        inputs.append(helper.make_tensor_value_info("table", TensorProto.FLOAT, [ROWS, WIDTH]))
     graph = helper.make_graph(
         nodes,
         "tiny",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "s"]),
-            helper.make_tensor_value_info("other_ids", TensorProto.INT64, ["b", "s"]),
-        ],
+        inputs,
         outputs,
         initializer=[
             numpy_helper.from_array(table, "table"),
@@ -185,3 +191,78 @@ def test_unreadable_graphs_and_a_missing_library_load_whole(tmp_path: Path, monk
         assert split_graph(fine) is None
     assert split_graph(fine) is not None  # the same graph, the library back
     assert len(os.listdir("/proc/self/fd")) == descriptors  # each file opened was closed
+
+
+@pytest.mark.usefixtures("small_tables")
+def test_weights_listed_as_inputs_leave_with_the_table(tmp_path: Path):
+    path = tmp_path / "model.onnx"
+    table = tiny_model(path, listed=True)
+    split = split_graph(path)
+    assert split is not None
+    graph, rows = split
+    ids = np.array([[1, 2, 3]], dtype=np.int64)
+    feeds = {"input_ids": ids, "other_ids": ids}
+    np.testing.assert_array_equal(hidden(graph, {**feeds, rows.input_name: rows.rows(ids)}), table[ids] * 2)
+    rows.close()
+
+
+@pytest.mark.usefixtures("small_tables")
+def test_a_pack_written_over_in_place_is_refused_not_mixed(tmp_path: Path):
+    """A new file renamed over the pack is read as loaded (above); one written
+    into the same file would give the old graph the new table's rows."""
+    path = tmp_path / "model.onnx"
+    table = tiny_model(path)
+    split = split_graph(path)
+    assert split is not None
+    rows = split[1]
+    ids = np.array([[3, 4]], dtype=np.int64)
+    np.testing.assert_array_equal(rows.rows(ids), table[ids])
+    with path.open("r+b") as stream:  # as `cp new.onnx model.onnx` writes: the same inode
+        data = stream.read().replace(table.tobytes(), (table + 1).tobytes())
+        stream.seek(0)
+        stream.write(data)
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 1_000_000))
+    with pytest.raises(ModelFileChanged, match="restart"):
+        rows.rows(ids)
+    rows.close()
+
+
+@pytest.mark.usefixtures("small_tables")
+def test_a_table_whose_bytes_are_not_its_shape_stays_in_the_graph(tmp_path: Path):
+    path = tmp_path / "model.onnx"
+    tiny_model(path)
+    model = onnx.load(str(path))
+    model.graph.initializer[0].dims[0] = ROWS * 2  # twice the rows its bytes hold
+    onnx.save_model(model, str(path))
+    assert split_graph(path) is None  # onnxruntime refuses it whole, with its reason
+
+
+@pytest.mark.usefixtures("small_tables")
+def test_the_graph_reader_imports_only_this_package_and_its_answer_is_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    path = tmp_path / "model.onnx"
+    tiny_model(path)
+    here = tmp_path / "started-here"  # a folder the service was started in, with a module of its own
+    here.mkdir()
+    (here / "numpy.py").write_text(f"open({str(here / 'ran')!r}, 'w').close()\n")
+    monkeypatch.chdir(here)
+    split = split_graph(path)
+    assert split is not None
+    split[1].close()
+    assert not (here / "ran").exists()
+    talkative = tmp_path / "talkative"  # anything printed before the answer is no answer
+    talkative.mkdir()
+    (talkative / "sitecustomize.py").write_text("print('hello from the site')\n")
+    monkeypatch.setenv("PYTHONPATH", str(talkative))
+    assert split_graph(path) is None
+
+
+def test_a_split_graph_that_does_not_load_leaves_the_pack_whole(monkeypatch: pytest.MonkeyPatch):
+    pack = models_dir() / "all-minilm-l6-v2-int8"
+    broken = WordTable(os.open(pack / "model.onnx", os.O_RDONLY), word_table.TableLayout(0, 10, 384, "u1", "rows"))
+    monkeypatch.setattr(word_table, "split_graph", lambda path: (b"not a graph", broken))
+    embedder = load_embedder(pack)
+    assert embedder._word_table is None
+    assert embedder.embed_query("a query").shape == (384,)
+    assert not broken._close.alive  # its descriptor closed with the table set aside
