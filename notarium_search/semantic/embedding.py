@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,12 +40,18 @@ if TYPE_CHECKING:
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable
 from notarium_search.semantic.model_config import ModelConfig, read_model_config, vector_settings
+from notarium_search.semantic.onnx_session import (
+    INSTALL_HINT,
+    first_line,
+    graph_inputs,
+    open_session,
+    shrinking_run,
+)
 
 log = get_logger(__name__)
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-INSTALL_HINT = "pip install 'notarium-search[semantic]'"
 
 # The most texts run together. Throughput per text hardly depends on the batch
 # (e5-small, 2 cores: 9 → 7 ms per 64-token text from batch 1 to 16, 33 ms per
@@ -58,14 +64,6 @@ DEFAULT_BATCH_SIZE = 16
 # check has already sized the arena for (fragments are sorted by length first,
 # so batch-mates are of similar length and little is padding).
 ATTENTION_BUDGET_TEXTS = 1
-# The last run of each call (a query, a call's last batch of passages, the
-# load-time check) gives the arena's unused chunks back (onnxruntime's
-# "memory.enable_memory_arena_shrinkage"): the check's max_tokens text left
-# e5-small's process 30 MiB larger for good (235 → 205 MiB RssAnon once
-# shrunk), and a build's batches their peak. Measured side by side on 2 cores
-# (2026-12-06): 64 passages 3.21 s without, 3.13 s with (noise); a query
-# 7.23 → 7.29 ms p50, 10.12 → 10.11 p90.
-ARENA_SHRINK = "memory.enable_memory_arena_shrinkage"
 # No vocabulary token of the supported tokenizers is longer than 18
 # characters (words are separated by at least one more), so cutting a text at
 # 32 characters per allowed token before tokenising never changes the kept
@@ -87,10 +85,6 @@ WARMUP_TEXTS = ("warm-up", "a longer warm-up text, padded against the first one"
 # times it reaches the truncation length, where a max_tokens larger than the
 # model's position table fails (at load, rather than on the first long note).
 WARMUP_WORD = "word "
-
-SPINNING = "session.intra_op.allow_spinning"
-_REQUIRED_INPUTS = ("input_ids", "attention_mask")
-_OPTIONAL_INPUTS = ("token_type_ids",)
 
 
 class Embedder(Protocol):
@@ -135,7 +129,7 @@ def load_embedder(
         raise ValueError("batch_size must be >= 1 and thread counts >= 0")
     config = read_model_config(Path(model_dir), overrides or {})
     model_path, tokenizer_path = _pack_files(Path(model_dir))
-    session, word_table = _open_session(model_path, bulk_threads)
+    session, word_table = open_session(model_path, bulk_threads)
     tokenizer = _open_tokenizer(tokenizer_path, config.max_tokens)
     embedder = OnnxEmbedder(
         config=config,
@@ -166,70 +160,6 @@ def _pack_files(model_dir: Path) -> tuple[Path, Path]:
     return paths
 
 
-def _import_onnxruntime() -> Any:
-    if np is None:
-        raise EmbedderUnavailable(f"numpy is not installed ({INSTALL_HINT})")
-    try:
-        import onnxruntime
-    except ImportError as exc:
-        raise EmbedderUnavailable(f"onnxruntime is not installed ({INSTALL_HINT})") from exc
-    return onnxruntime
-
-
-def _open_session(model_path: Path, threads: int) -> tuple[Any, WordTable | None]:
-    """The pack's session, with its word table read from the file when it has
-    one to take out (semantic/word_table.py)."""
-    ort = _import_onnxruntime()
-    from notarium_search.semantic.word_table import split_graph
-
-    split = split_graph(model_path)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = threads
-    # On an x86 CPU without VNNI (AVX2-only: AMD Zen 2/3, Intel before Ice Lake),
-    # onnxruntime's u8s8 int8 kernels saturate 16-bit sums, and the int8 packs'
-    # vectors come out wrong: on this project's dev machine (AMD EPYC, no VNNI)
-    # "a famous line from Shakespeare" scored Hamlet 0.806 against a floor of
-    # 0.817 calibrated on a VNNI machine (tests/semantic/test_relevance.py).
-    # This option (onnxruntime PR 12088) makes those multiplications u8u8 on such
-    # CPUs only: the same vectors everywhere; a VNNI CPU is unchanged.
-    options.add_session_config_entry("session.x64quantprecision", "1")
-    # One graph, run node after node: parallelism is inside each matrix kernel.
-    options.inter_op_num_threads = 1
-    # onnxruntime's threads spin, waiting for the next run, after each one: a
-    # query's embedding cost 28-32 ms of CPU for 9-11 ms of wall time (e5-small,
-    # 2 cores, a query every 10 ms), CPU the HTTP workers on the same cores then
-    # lacked; without spinning 17-19 ms, for +1 ms of latency (p50 8.6-10.6 →
-    # 9.8-11.7 ms), and bulk passages as fast (14.0-14.3 a second both ways).
-    options.add_session_config_entry(SPINNING, "0")
-    # Failures come back as exceptions carrying the same message; onnxruntime's
-    # own coloured copy on stderr (and its warnings about unused initializers
-    # of some exports) would only be noise in the service's log.
-    options.log_severity_level = 4
-    if split is not None:
-        graph, table = split
-        try:
-            session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
-            _graph_inputs(session, table.input_name)
-        # onnxruntime's private pybind11 types (InvalidProtobuf, Fail, ...) derive from Exception only.
-        except Exception as exc:  # noqa: BLE001 - the graph as split does not load: the pack loads whole
-            log.info("word_table_kept", reason=f"the split graph does not load: {_first_line(exc)}")
-            table.close()
-        else:
-            return session, table
-    try:
-        return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"]), None
-    except Exception as exc:
-        raise EmbedderUnavailable(f"cannot load {model_path}: {_first_line(exc)}") from exc
-
-
-def _shrinking_run() -> Any:
-    """Run options after which the session's arena gives its unused chunks back."""
-    options = _import_onnxruntime().RunOptions()
-    options.add_run_config_entry(ARENA_SHRINK, "cpu:0")
-    return options
-
-
 def _open_tokenizer(path: Path, max_tokens: int) -> TextTokenizer:
     """The pack's tokenizer (semantic/tokenizing.py: SentencePiece for the
     XLM-R family's unigram vocabularies, a fifth of the memory)."""
@@ -243,7 +173,7 @@ def _open_tokenizer(path: Path, max_tokens: int) -> TextTokenizer:
         return open_tokenizer(path, max_tokens)
     # tokenizers and sentencepiece raise bare Exceptions for parse errors.
     except Exception as exc:
-        raise EmbedderUnavailable(f"cannot parse {path}: {_first_line(exc)}") from exc
+        raise EmbedderUnavailable(f"cannot parse {path}: {first_line(exc)}") from exc
 
 
 def _fingerprint(model_path: Path, tokenizer_path: Path, config: ModelConfig) -> str:
@@ -254,11 +184,6 @@ def _fingerprint(model_path: Path, tokenizer_path: Path, config: ModelConfig) ->
                 digest.update(chunk)
     digest.update(json.dumps(vector_settings(config), sort_keys=True).encode())
     return digest.hexdigest()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 # ---------------------------------------------------------------- embedder
@@ -296,13 +221,13 @@ class OnnxEmbedder:
         self._pad_id = tokenizer.pad_id()
         self._word_table = word_table
         """The rows of the word-embedding table, when read from the file."""
-        self._inputs = _graph_inputs(session, word_table.input_name if word_table else None)
+        self._inputs = graph_inputs(session, word_table.input_name if word_table else None)
         self.input_names = tuple(self._inputs)
         """The graph's declared inputs, all of which are fed."""
         self._output = _hidden_output(session)
         self._max_chars = config.max_tokens * MAX_CHARS_PER_TOKEN
         self._count_lock = threading.Lock()
-        self._shrinking = _shrinking_run()
+        self._shrinking = shrinking_run()
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):
@@ -342,7 +267,7 @@ class OnnxEmbedder:
             width = self._embed(list(WARMUP_TEXTS)).shape[1]
         # Same private onnxruntime exception types as at load.
         except Exception as exc:
-            raise EmbedderUnavailable(f"model {self.config.name} fails on a test input: {_first_line(exc)}") from exc
+            raise EmbedderUnavailable(f"model {self.config.name} fails on a test input: {first_line(exc)}") from exc
         if width != self.config.dim:
             raise EmbedderUnavailable(
                 f"model {self.config.name} produces {width}-dimensional vectors but its dim is set to {self.config.dim}"
@@ -352,7 +277,7 @@ class OnnxEmbedder:
         except Exception as exc:
             raise EmbedderUnavailable(
                 f"model {self.config.name} fails on a {self.config.max_tokens}-token input"
-                f" (is max_tokens above what the model accepts?): {_first_line(exc)}"
+                f" (is max_tokens above what the model accepts?): {first_line(exc)}"
             ) from exc
 
     def _embed(self, texts: list[str]) -> Vectors:
@@ -377,28 +302,6 @@ class OnnxEmbedder:
         pooled = _mean_pool(hidden, mask) if self.config.pooling == "mean" else hidden[:, 0, :]
         vectors = np.ascontiguousarray(pooled, dtype=np.float32)
         return l2_normalise(vectors) if self.config.normalize else vectors
-
-
-_Feed = Callable[["Ids", "Ids"], "Ids"]
-_FEEDS: Mapping[str, _Feed] = {
-    "input_ids": lambda ids, mask: ids,
-    "attention_mask": lambda ids, mask: mask,
-    # Single-segment texts: every token belongs to segment 0.
-    "token_type_ids": lambda ids, mask: np.zeros_like(ids),
-}
-
-
-def _graph_inputs(session: Any, rows_input: str | None) -> dict[str, _Feed]:
-    """The feeds of the graph's inputs, except the word table's rows (`rows_input`)."""
-    names = [node.name for node in session.get_inputs() if node.name != rows_input]
-    unknown = [name for name in names if name not in _FEEDS]
-    missing = [name for name in _REQUIRED_INPUTS if name not in names]
-    if unknown or missing:
-        raise EmbedderUnavailable(
-            f"model inputs {names} are not supported: need {' and '.join(_REQUIRED_INPUTS)}"
-            f" (optionally {', '.join(_OPTIONAL_INPUTS)}) and nothing else"
-        )
-    return {name: _FEEDS[name] for name in names}
 
 
 def _hidden_output(session: Any) -> str:

@@ -46,6 +46,7 @@ import numpy as np
 
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable
+from notarium_search.semantic.onnx_session import first_line
 
 log = get_logger(__name__)
 
@@ -159,7 +160,7 @@ def _split_apart(fd: int) -> tuple[bytes, TableLayout] | None:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:  # no process to be had, or one that hangs
-        log.info("word_table_kept", reason=_first_line(exc))
+        log.info("word_table_kept", reason=first_line(exc))
         return None
     head, _, graph = done.stdout.partition(b"\n")
     if done.returncode != 0:
@@ -183,7 +184,7 @@ def _layout(head: bytes) -> TableLayout | str:
             return str(answer["reason"])
         layout = TableLayout(**fields)
     except (ValueError, KeyError, TypeError) as exc:
-        return f"the graph's reader answered no layout: {_first_line(exc)}"
+        return f"the graph's reader answered no layout: {first_line(exc)}"
     numbers = (layout.offset, layout.rows, layout.width)
     if not all(type(n) is int and n >= 0 for n in numbers) or layout.dtype not in _NUMPY_TYPES.values():
         return f"the graph's reader answered a layout that is not one: {layout}"
@@ -228,13 +229,13 @@ def _split(proto: Any, fd: int) -> tuple[tuple[bytes, TableLayout] | None, str]:
     try:
         mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:  # an empty file, a file that cannot be mapped
-        return None, _first_line(exc)
+        return None, first_line(exc)
     with mapped:
         model = proto.ModelProto()
         try:
             model.ParseFromString(mapped[:])
         except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, by implementation
-            return None, _first_line(exc)
+            return None, first_line(exc)
         if any(t.data_location == proto.TensorProto.EXTERNAL for t in model.graph.initializer):
             return None, "weights in files of their own (onnxruntime maps those)"
         found = _lookup(model)
@@ -311,11 +312,6 @@ def _offset_in(mapped: mmap.mmap, data: bytes) -> int | None:
             if whole[at + start : at + end] != wanted[start:end]:
                 return None
     return at
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _identity(stat: os.stat_result) -> tuple[int, int, int, int]:

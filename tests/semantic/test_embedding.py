@@ -22,8 +22,9 @@ import pytest
 from notarium_search.malloc_trim import MemoryTrimmer
 from notarium_search.semantic.calibration import E5_SMALL_MARGIN, MINILM_L6_MARGIN
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable
-from notarium_search.semantic.embedding import ARENA_SHRINK, SPINNING, OnnxEmbedder, load_embedder
+from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder
 from notarium_search.semantic.model_config import ModelConfig, read_model_config
+from notarium_search.semantic.onnx_session import ARENA_SHRINK, SPINNING
 from tests.conftest import models_dir
 
 MIB = 1 << 20
