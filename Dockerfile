@@ -48,7 +48,8 @@ ARG MODEL_PRESET=multilingual-e5-small
 # Litestar imports only to invent OpenAPI examples, which we do not ask for
 # (30 MB); the hub client tokenizers imports only for from_pretrained, with its
 # download accelerator (hf-xet, fsspec, filelock: 22 MB): the image reads its
-# model from /opt/models and never downloads at run time.
+# model from /opt/models and never downloads at run time. Nor onnx's own test
+# models (17 MB): the service reads only its protobuf module (semantic/word_table.py).
 ARG NOT_RUN="pip setuptools wheel faker polyfactory huggingface-hub hf-xet fsspec filelock"
 # The model, checked here so that a wrong pack fails the build, not the first start,
 # and checked as the service's user (10001), who must be able to read it. Only the
@@ -77,7 +78,8 @@ RUN --mount=type=bind,source=models,target=/packs \
     if [ -n "$SEMANTIC" ]; then \
         setpriv --reuid=10001 --regid=10001 --clear-groups /opt/venv/bin/notarium-search models check /opt/models/default; \
     fi; \
-    /opt/venv/bin/python -m pip uninstall --yes --quiet $NOT_RUN
+    /opt/venv/bin/python -m pip uninstall --yes --quiet $NOT_RUN; \
+    rm -rf /opt/venv/lib/python*/site-packages/onnx/backend/test
 
 FROM ${PYTHON_IMAGE}
 ARG SEMANTIC=
