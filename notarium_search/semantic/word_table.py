@@ -147,7 +147,9 @@ def _split_apart(fd: int) -> tuple[bytes, TableLayout] | None:
     # -P and this package's folder first: the child imports this very package, never a module
     # of the folder the service was started in; no stdin (MCP's stdio is the protocol's pipe).
     command = [sys.executable, "-P", "-m", __name__, str(fd), str(MIN_TABLE_BYTES)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")])}
+    # No empty entry: one would put the child's working folder back on its path.
+    paths = [PACKAGE_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     try:
         done = subprocess.run(
             command,
@@ -186,9 +188,8 @@ def _layout(head: bytes) -> TableLayout | str:
     except (ValueError, KeyError, TypeError) as exc:
         return f"the graph's reader answered no layout: {first_line(exc)}"
     numbers = (layout.offset, layout.rows, layout.width)
-    if not all(type(n) is int and n >= 0 for n in numbers) or layout.dtype not in _NUMPY_TYPES.values():
-        return f"the graph's reader answered a layout that is not one: {layout}"
-    if not isinstance(layout.input_name, str):
+    fits = all(type(n) is int and n >= 0 for n in numbers) and isinstance(layout.input_name, str)
+    if not fits or layout.dtype not in _NUMPY_TYPES.values():
         return f"the graph's reader answered a layout that is not one: {layout}"
     return layout
 
