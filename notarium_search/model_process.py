@@ -29,6 +29,11 @@ import time
 from pathlib import Path
 
 from notarium_search.logsetup import get_logger
+
+# At the top, so imported before granian forks the workers: the probe's thread
+# importing a module while a worker was forked left that module's import lock
+# held in the worker, whose model loader then waited on it forever.
+from notarium_search.semantic import model_probe
 from notarium_search.settings import Settings
 
 SOCKET_NAME = "model.sock"
@@ -94,14 +99,6 @@ class ModelProcess:
         self._prober = threading.Thread(target=self._probe, name="model-probe", daemon=True)
 
     def start(self) -> None:
-        # Imported here, on the thread that starts the workers and before it
-        # does: the probe's thread importing it while granian forked a worker
-        # left the module's import lock held in that worker, whose model
-        # loader then waited on it forever. Not at the top: a service without
-        # a model process never imports httpx's client and numpy (~20 MiB).
-        from notarium_search.semantic.shared_model import responsive
-
-        self._responsive = responsive
         self._spawn()
         self._watcher.start()
         self._prober.start()
@@ -166,7 +163,7 @@ class ModelProcess:
             if process is None or process.poll() is not None:
                 misses = 0  # starting again, or gone: the watcher's
                 continue
-            answered = self._responsive(self.socket_path, PROBE_TIMEOUT_SECONDS)
+            answered = model_probe.responsive(self.socket_path, PROBE_TIMEOUT_SECONDS)
             misses = misses + 1 if answered is False else 0  # None: not listening yet (starting)
             if misses >= PROBE_MISSES and process.poll() is None:
                 log.error("model_process_unresponsive", pid=process.pid, action="killed, to be started again")

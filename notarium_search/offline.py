@@ -9,16 +9,14 @@ service and the settings only.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from notarium_search.index.indexer import SpaceIndexer
-from notarium_search.index.lock import held_for_good, lock_holder
 from notarium_search.index.manifest import named_skipped
 from notarium_search.index.opening import NotIndexed, Role, open_space
 from notarium_search.index.registry import why_unopened
-from notarium_search.index.root import IndexRootUnwritable, ensure_writable
 from notarium_search.index.space import Space
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.store import IndexLocked, IndexUnreadable
@@ -67,19 +65,6 @@ def load_embedder(space: Space, settings: Settings) -> Any:
     except Exception as exc:  # noqa: BLE001 - shown to the user; lexical indexing goes on
         space.model_unavailable(str(exc))
         return None
-
-
-def index_folders_writable(settings: Settings, spaces: Iterable[SpaceConfig]) -> str | None:
-    """Make the index folder and those of `spaces` and prove this process can
-    write them; otherwise why not, in one line (who owns the folder, who we
-    are, the fixes). For the commands that write indexes only."""
-    try:
-        ensure_writable(settings.index_dir)
-        for config in spaces:
-            ensure_writable(settings.index_dir / config.name, settings.index_dir)  # left by a run as root?
-    except IndexRootUnwritable as exc:
-        return str(exc)
-    return None
 
 
 def model_fingerprint(settings: Settings) -> str | None:
@@ -205,25 +190,3 @@ def _graph_row(status: ChannelStatus) -> dict[str, Any]:
     if status.state.value == "disabled":
         return {"state": "off", "links": None, "dangling": None}
     return {"state": status.state.value, "links": status.links, "dangling": status.dangling}
-
-
-def index_held_elsewhere(settings: Settings) -> str | None:
-    """Why this service cannot write its spaces (one sentence), or None: a
-    space's lock held by a process that will not let it go (another service,
-    a script), asked before any worker starts. A holder on its way out (the
-    workers of a service whose supervisor was killed) is waited for, a
-    bounded time (index/lock.py); `notarium-search index` is not an obstacle:
-    the space opens when it finishes (index/registry.py)."""
-    for config in settings.spaces:
-        holder = held_for_good(settings.index_dir / config.name)
-        if holder is not None and holder.command != "index":
-            return f"space index {settings.index_dir / config.name} is in use by another process ({holder})"
-    return None
-
-
-def previous_service_killed(settings: Settings) -> bool:
-    """Whether the last writer of a space was a server's worker gone without
-    a clean stop (a clean stop empties the lock file): its sockets may still
-    be closing for a moment, so a taken port is looked at again."""
-    holders = (lock_holder(settings.index_dir / config.name) for config in settings.spaces)
-    return any(holder is not None and holder.killed for holder in holders)

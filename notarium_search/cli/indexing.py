@@ -13,6 +13,7 @@ from typing import Any
 
 from notarium_search.cli import EXIT_SETUP, unknown_space
 from notarium_search.logsetup import configure_logging
+from notarium_search.preflight import why_unwritable
 from notarium_search.settings import Settings, SpaceConfig, log_ignored_folders
 
 
@@ -79,9 +80,7 @@ def index_folders_writable(settings: Settings, spaces: Iterable[SpaceConfig]) ->
     write them; otherwise say why in one line on stderr (who owns the folder,
     who we are, the fixes) and return False. For the commands that write
     indexes only: `search` and `status` create and write nothing."""
-    from notarium_search.offline import index_folders_writable as why_not_writable
-
-    why = why_not_writable(settings, spaces)
+    why = why_unwritable(settings, spaces)
     if why is not None:
         print(f"notarium-search: {why}", file=sys.stderr)
         return False

@@ -16,7 +16,7 @@ from notarium_search.cli import EXIT_SETUP
 from notarium_search.cli.indexing import NO_SPACE, index_folders_writable
 from notarium_search.logsetup import configure_logging, get_logger
 from notarium_search.model_process import ModelProcess, socket_folder, wants_model_process
-from notarium_search.offline import index_held_elsewhere, previous_service_killed
+from notarium_search.preflight import index_held_elsewhere, previous_service_killed
 from notarium_search.settings import MODEL_SOCKET_ENV, Settings, log_ignored_folders
 
 log = get_logger(__name__)

@@ -45,6 +45,7 @@ import msgspec
 from notarium_search.logsetup import configure_logging, get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
 from notarium_search.semantic.embedding import MAX_CHARS_PER_TOKEN, OnnxEmbedder, load_embedder
+from notarium_search.semantic.model_probe import EMBEDDINGS_PATH, INFO_PATH
 
 if TYPE_CHECKING:
     from notarium_search.semantic.embedding import Vectors
@@ -117,13 +118,13 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_GET(self) -> None:
-        if self.path != "/info":
+        if self.path != INFO_PATH:
             self._answer(404, {"error": f"no {self.path} here"})
             return
         self._answer(200, self.server.holder.info())
 
     def do_POST(self) -> None:
-        if self.path != "/v1/embeddings":
+        if self.path != EMBEDDINGS_PATH:
             self._answer(404, {"error": f"no {self.path} here"})
             return
         texts = self._texts()

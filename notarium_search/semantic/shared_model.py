@@ -23,15 +23,15 @@ import httpx
 
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.model_config import ModelConfig
+from notarium_search.semantic.model_probe import EMBEDDINGS_PATH, HOST, INFO_PATH
 from notarium_search.semantic.model_server import TEXTS_PER_REQUEST
 from notarium_search.semantic.remote import RemoteEmbedder
 
 if TYPE_CHECKING:
     from notarium_search.semantic.embedding import Vectors
 
-# The host name is a label: the socket decides where requests go.
-URL = "http://model-process/v1/embeddings"
-INFO_URL = "http://model-process/info"
+URL = f"http://{HOST}{EMBEDDINGS_PATH}"
+INFO_URL = f"http://{HOST}{INFO_PATH}"
 # Fragments a request: the semantic channel's slice (semantic/channel.py
 # SLICE_FRAGMENTS), so that the writer looks at its queue as often as with a
 # model of its own; the model process groups them by length, and sizes the
@@ -123,20 +123,3 @@ def wait_for_model(socket_path: Path, wait_seconds: float = LOAD_WAIT_SECONDS) -
             if time.monotonic() >= deadline:
                 raise EmbedderUnreachable(f"the model process was not ready within {wait_seconds:g} s ({last})")
             time.sleep(LOAD_POLL_SECONDS)
-
-
-def responsive(socket_path: Path, timeout: float) -> bool | None:
-    """Whether the process answers within `timeout` seconds: its `/info`, and
-    once its model is loaded one word embedded (its supervisor's probe: a
-    process that hangs does not exit). None: nothing listens (starting, or
-    gone); a process that timed out or answered an error on its model: False."""
-    try:
-        with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket_path)), timeout=timeout) as client:
-            if client.get(INFO_URL).json().get("state") != "ready":
-                return True  # loading (its /info answered) or failed (said, not hung)
-            answer = client.post(URL, json={"input": ["probe"]})
-            return answer.status_code == 200 and len(answer.json()["data"]) == 1
-    except (httpx.ConnectError, FileNotFoundError):
-        return None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
-        return False

@@ -8,7 +8,9 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ import pytest
 
 from notarium_search import model_process
 from notarium_search.model_process import SOCKET_NAME, ModelProcess, socket_folder, wants_model_process
+from notarium_search.semantic import model_probe
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder, pack_fingerprint
 from notarium_search.semantic.loading import load_configured_embedder
@@ -274,3 +277,90 @@ def test_a_worker_refuses_vectors_of_a_model_it_did_not_start_with(pack: Path, t
         eventually(refused, timeout=WAIT_SECONDS)
     finally:
         process.stop()
+
+
+# `serve` stopped where its supervisor hands over to granian, which forks the
+# workers: the modules it holds then are what every worker inherits.
+SUPERVISOR_AT_FORK = """
+import json, os, sys
+import notarium_search.api.server as server
+
+def handed_over(settings, load_app):
+    open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted(sys.modules)))
+    return 0
+
+server.serve = handed_over
+from notarium_search.cli import main
+sys.exit(main(["serve"]))
+"""
+# What the supervisor never runs: the indexes, the model, their libraries.
+NOT_FOR_THE_SUPERVISOR = (
+    "notarium_search.service",
+    "notarium_search.offline",
+    "notarium_search.index.indexer",
+    "notarium_search.lexical",
+    "notarium_search.semantic.embedding",
+    "notarium_search.semantic.shared_model",
+    "tantivy",
+    "numpy",
+    "httpx",
+    "onnxruntime",
+    "usearch",
+)
+
+
+def test_the_supervisor_holds_no_index_nor_model_when_it_hands_over(pack: Path, tmp_path: Path):
+    """The supervisor's probe of the model process was httpx's client, and its
+    checks before serving were `offline`'s: numpy, httpx, the embedder,
+    Tantivy and the index stack were in the supervisor (37 of its 40 MiB of
+    PSS were private) and in every worker it forked before their own imports."""
+    (tmp_path / "notes" / "notes").mkdir(parents=True)
+    out = tmp_path / "modules.json"
+    env = {
+        **os.environ,
+        "NOTARIUM_SPACES_ROOT": str(tmp_path / "notes"),
+        "NOTARIUM_INDEX_DIR": str(tmp_path / "index"),
+        "NOTARIUM_WORKERS": "2",
+        "NOTARIUM_PORT": str(free_port()),
+        "VECTOR_SEARCH": "1",
+        "NOTARIUM_MODEL_DIR": str(pack),
+        "MODULES_OUT": str(out),
+    }
+    env.pop("NOTARIUM_CONFIG", None)
+    done = subprocess.run(
+        [sys.executable, "-c", SUPERVISOR_AT_FORK], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    modules = set(json.loads(out.read_text()))
+    assert {"notarium_search.model_process", "notarium_search.semantic.model_probe"} <= modules  # a model process ran
+    held = sorted(m for m in modules if any(m == n or m.startswith(f"{n}.") for n in NOT_FOR_THE_SUPERVISOR))
+    assert not held
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_probe_tells_listening_from_absent_and_from_hung(running: ModelProcess, tmp_path: Path):
+    """model_probe.responsive, the supervisor's check: None when nothing
+    listens, True once the model embeds its word, False from a process held
+    by SIGSTOP (it never answers, whatever the time given)."""
+    assert model_probe.responsive(tmp_path / "no.sock", 5.0) is None
+
+    def ready() -> bool:
+        try:
+            return info(running).get("state") == "ready"
+        except httpx.ConnectError:  # not listening yet
+            return False
+
+    eventually(ready, timeout=WAIT_SECONDS)
+    assert model_probe.responsive(running.socket_path, WAIT_SECONDS) is True
+    process = running.process
+    assert process is not None
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        assert model_probe.responsive(running.socket_path, 0.5) is False
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
