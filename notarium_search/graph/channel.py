@@ -170,7 +170,9 @@ class GraphChannel(ChannelHooks):
             answer = self._ask(LinksOf(note_id))
             return tuple(answer.outgoing), tuple(answer.backlinks)
         self.ensure_built()
-        return self.graph.outgoing(note_id), self.graph.backlinks(note_id)
+        stored = lexical.payloads_by_id(self.lexical, [note_id]).get(note_id)
+        written = stored.wikilinks() if stored is not None else ()
+        return self.graph.outgoing(note_id, written), self.graph.backlinks(note_id)
 
     def resolve(self, target: str) -> str | None:
         """The note a link `[[target]]` written nowhere in particular opens, or None."""

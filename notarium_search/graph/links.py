@@ -109,10 +109,12 @@ class GraphStats:
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """What the graph keeps of a note: not its title, aliases or path, only the
-    keys made of them (the note's names, hashed), and its links as written."""
+    keys made of them (the note's names, hashed), and not its links as written
+    (a note's page reads them from its stored note: `outgoing`), only their
+    targets, hashed. The written links were 9 MiB of the writer's 50,000-note
+    graph at one link a note (bench/graph_memory.py), more in a vault of links."""
 
     note_id: str
-    links: tuple[WikiLink, ...]
     folder: str
     order: tuple[int, int]  # (depth, length) of the path: the shorter wins a tie
     # The note's distinct (level, key) pairs, as two sequences: a tuple per
@@ -149,7 +151,6 @@ def _entry(note: NoteLinks, folders: dict[str, str]) -> _Entry:
     named = sorted(((level, key) for key, level in best.items()), key=lambda pair: pair[0])
     return _Entry(
         note_id=note.id,
-        links=note.links,
         folder=folders.setdefault(folder, folder),
         order=(len(parts), len(note.path)),
         keys=tuple(key for _, key in named),
@@ -227,13 +228,23 @@ class LinkGraph:
             source = self._entries.get(source_id)
             return self._resolve(source.folder if source else "", _hashed(normalise(target)))
 
-    def outgoing(self, note_id: str) -> tuple[Link, ...]:
+    def outgoing(self, note_id: str, written: Iterable[WikiLink]) -> tuple[Link, ...]:
+        """The links `written` in `note_id` (as its stored note has them),
+        each with the note it resolves to from there (None: dangling); () for
+        a note the graph does not hold."""
         with self._lock:
-            return self._outgoing(note_id)
+            entry = self._entries.get(note_id)
+            if entry is None:
+                return ()
+            return tuple(
+                Link(
+                    self._resolve(entry.folder, _hashed(normalise(link.target))), link.target, link.heading, link.alias
+                )
+                for link in written
+            )
 
-    def dangling(self, note_id: str) -> tuple[Link, ...]:
-        with self._lock:
-            return tuple(link for link in self._outgoing(note_id) if link.target_id is None)
+    def dangling(self, note_id: str, written: Iterable[WikiLink]) -> tuple[Link, ...]:
+        return tuple(link for link in self.outgoing(note_id, written) if link.target_id is None)
 
     def backlinks(self, note_id: str) -> tuple[str, ...]:
         """Notes with a link that resolves to `note_id` (itself excluded), sorted."""
@@ -247,8 +258,11 @@ class LinkGraph:
     def adjacent(self, note_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(notes it links to, notes linking to it), both sorted, itself excluded: one consistent read."""
         with self._lock:
-            out = {link.target_id for link in self._outgoing(note_id) if link.target_id is not None}
-            out.discard(note_id)
+            entry = self._entries.get(note_id)
+            out: set[str] = set()
+            if entry is not None:
+                resolved = (self._resolve(entry.folder, key) for key in entry.targets)
+                out = {target for target in resolved if target is not None and target != note_id}
             return tuple(sorted(out)), self._backlinks(note_id)
 
     def degrees(self, note_ids: Iterable[str]) -> dict[str, int]:
@@ -286,15 +300,6 @@ class LinkGraph:
             entries = self._entries
             return min(ids, key=lambda i: (entries[i].folder != folder, entries[i].order, i))
         return None
-
-    def _outgoing(self, note_id: str) -> tuple[Link, ...]:
-        entry = self._entries.get(note_id)
-        if entry is None:
-            return ()
-        return tuple(
-            Link(self._resolve(entry.folder, key), link.target, link.heading, link.alias)
-            for link, key in zip(entry.links, entry.targets, strict=True)
-        )
 
     def _backlinks(self, note_id: str) -> tuple[str, ...]:
         entry = self._entries.get(note_id)
