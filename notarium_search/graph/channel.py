@@ -90,14 +90,14 @@ class GraphChannel(ChannelHooks):
                     self._build()
 
     def _apply(self, changed: set[str], deleted: set[str]) -> None:
-        payloads = lexical.payloads_by_id(self.lexical, changed)
+        payloads = lexical.links_by_id(self.lexical, changed)
         for note_id in set(deleted) | (changed - set(payloads)):
             self.graph.remove(note_id)
         for payload in payloads.values():
             self.graph.upsert(NoteLinks.of(payload))
 
     def _build(self) -> None:
-        for payload in lexical.all_payloads(self.lexical):
+        for payload in lexical.all_links(self.lexical):
             self.graph.upsert(NoteLinks.of(payload))
         self.built = True
         stats = self.graph.stats()
@@ -170,7 +170,7 @@ class GraphChannel(ChannelHooks):
             answer = self._ask(LinksOf(note_id))
             return tuple(answer.outgoing), tuple(answer.backlinks)
         self.ensure_built()
-        stored = lexical.payloads_by_id(self.lexical, [note_id]).get(note_id)
+        stored = lexical.links_by_id(self.lexical, [note_id]).get(note_id)
         written = stored.wikilinks() if stored is not None else ()
         return self.graph.outgoing(note_id, written), self.graph.backlinks(note_id)
 

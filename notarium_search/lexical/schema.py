@@ -126,11 +126,22 @@ class PayloadHead(msgspec.Struct, frozen=True, array_like=True):
         )
 
 
-class Payload(PayloadHead, frozen=True, array_like=True):
-    """What a hit needs back from the store, in one stored field (one decode).
-    Its fields come after the head's, in the same array."""
+class PayloadLinks(PayloadHead, frozen=True, array_like=True):
+    """A head and the note's links as written: what the link graph reads.
+    Decoded so, a stored payload's text, sections and frontmatter are skipped:
+    the writer's graph of 50,000 notes was built from whole payloads, whose
+    texts, decoded and dropped, fragmented the heap around the graph's entries."""
 
     links: tuple[tuple[str, str | None, str | None], ...]
+
+    def wikilinks(self) -> tuple[WikiLink, ...]:
+        return tuple(WikiLink(t, h, a) for t, h, a in self.links)
+
+
+class Payload(PayloadLinks, frozen=True, array_like=True):
+    """What a hit needs back from the store, in one stored field (one decode).
+    Its fields come after the head's and the links', in the same array."""
+
     text: str
     sections: tuple[tuple[int, int, str], ...] = ()
     code_blocks: tuple[tuple[int, int], ...] = ()
@@ -138,9 +149,6 @@ class Payload(PayloadHead, frozen=True, array_like=True):
     collections: tuple[str, ...] = ()
     chunking: str = "paragraph"
     lines: bytes = b""  # line anchors, packed (notes/location.pack): decoded only for the hits that are shown
-
-    def wikilinks(self) -> tuple[WikiLink, ...]:
-        return tuple(WikiLink(t, h, a) for t, h, a in self.links)
 
     def to_note(self) -> ParsedNote:
         """The parsed note back (headings aside), for stages that work from the
@@ -171,6 +179,7 @@ class Payload(PayloadHead, frozen=True, array_like=True):
 _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(Payload)
 _HEAD_DECODER = msgspec.json.Decoder(PayloadHead)
+_LINKS_DECODER = msgspec.json.Decoder(PayloadLinks)
 
 
 def decode_payload(raw: bytes) -> Payload:
@@ -179,6 +188,10 @@ def decode_payload(raw: bytes) -> Payload:
 
 def decode_head(raw: bytes) -> PayloadHead:
     return _HEAD_DECODER.decode(raw)
+
+
+def decode_links(raw: bytes) -> PayloadLinks:
+    return _LINKS_DECODER.decode(raw)
 
 
 def index_date(moment: datetime) -> datetime:

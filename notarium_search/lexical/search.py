@@ -25,7 +25,9 @@ from notarium_search.lexical.query import (
 )
 from notarium_search.lexical.schema import (
     Payload,
+    PayloadLinks,
     decode_head,
+    decode_links,
     decode_payload,
     index_date,
     meta_term,
@@ -284,6 +286,20 @@ def all_payloads(index: LexicalIndex) -> Iterator[Payload]:
             yield _payload(searcher, address)
 
 
+def all_links(index: LexicalIndex) -> Iterator[PayloadLinks]:
+    """Every committed note's head and links as written (the link graph's build)."""
+    searcher = index.searcher()
+    total = int(searcher.num_docs)
+    if total:
+        for _, address in searcher.search(Query.all_query(), total, count=False).hits:
+            yield decode_links(_raw_payload(searcher, address))
+
+
+def links_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, PayloadLinks]:
+    """The notes' heads and links as written (not their texts)."""
+    return {note_id: decode_links(raw) for note_id, raw in _raw_by_id(index, note_ids)}
+
+
 def payloads_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, Payload]:
     return {note_id: decode_payload(raw) for note_id, raw in _raw_by_id(index, note_ids)}
 
@@ -310,7 +326,7 @@ def note_ids_matching(index: LexicalIndex, filters: FeedFilter) -> set[str] | No
     searcher = index.searcher()
     query = _with_filters(Query.all_query(), filters, index.schema)
     total = max(int(searcher.num_docs), 1)
-    return {_payload(searcher, a).id for _, a in searcher.search(query, total, count=False).hits}
+    return {decode_head(_raw_payload(searcher, a)).id for _, a in searcher.search(query, total, count=False).hits}
 
 
 def count_notes(index: LexicalIndex, filters: FeedFilter | None = None) -> int:
