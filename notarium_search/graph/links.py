@@ -10,6 +10,7 @@ note named Beta arrives, and dangles again when it goes or is renamed.
 
 from __future__ import annotations
 
+import sys
 import threading
 import unicodedata
 from collections.abc import Iterable
@@ -150,7 +151,7 @@ def _entry(note: NoteLinks, folders: dict[str, str]) -> _Entry:
     best = {_hashed(key): level for level, key in sorted(keys, reverse=True) if key}
     named = sorted(((level, key) for key, level in best.items()), key=lambda pair: pair[0])
     return _Entry(
-        note_id=note.id,
+        note_id=sys.intern(note.id),  # shared with the manifest's and the vectors' (index/manifest.interned)
         folder=folders.setdefault(folder, folder),
         order=(len(parts), len(note.path)),
         keys=tuple(key for _, key in named),

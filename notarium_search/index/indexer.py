@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -19,7 +20,7 @@ from datetime import UTC, datetime
 import tantivy
 
 from notarium_search.index import parse_ahead
-from notarium_search.index.manifest import Entry, Manifest, named_skipped
+from notarium_search.index.manifest import Entry, Manifest, intern, named_skipped
 from notarium_search.index.note_file import file_time
 from notarium_search.index.note_reader import Later, NoteReader, Read, Skip
 from notarium_search.index.parse_ahead import NoteHead, ParseAhead
@@ -261,7 +262,7 @@ class SpaceIndexer:
         read = self._read(index, source, owners, progress)
         if read is None:
             return 0
-        self.manifest.entries[source.path] = read.entry
+        self.manifest.entries[sys.intern(source.path)] = intern(read.entry)  # one copy of each path (manifest.interned)
         if (
             previous is not None
             and previous.digest == read.entry.digest

@@ -14,6 +14,7 @@ the notes whose index state is uncertain, and those are redone.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -116,7 +117,7 @@ class Manifest:
         stored = _stored(path, fingerprint, _File)
         if stored is None:
             return cls(path, fingerprint)
-        return cls(path, fingerprint, stored.entries, stored.opstamp, stored.unread)
+        return cls(path, fingerprint, interned(stored.entries), stored.opstamp, stored.unread)
 
     @classmethod
     def load_head(cls, path: Path, fingerprint: str) -> Manifest:
@@ -194,6 +195,29 @@ class Manifest:
     def ids(self) -> dict[str, str]:
         """note id → path, for the notes currently indexed."""
         return {e.note_id: p for p, e in self.entries.items() if e.note_id is not None}
+
+
+def interned(entries: dict[str, Entry]) -> dict[str, Entry]:
+    """`entries` with their paths and note ids interned (`sys.intern`).
+
+    A writer holds each note's path (and id, most often the same) in the
+    manifest, the link graph and the vector manifest, each decoded or parsed
+    apart: three copies of every path at 50,000 notes, 21 MiB beyond the
+    first (measured in the writer, e5-small, 2 workers). Interned where each
+    of them takes a note in, they are one string. Interned strings are
+    mortal: a note deleted takes its path with it."""
+    out: dict[str, Entry] = {}
+    for path, entry in entries.items():
+        intern(entry)
+        out[sys.intern(path)] = entry
+    return out
+
+
+def intern(entry: Entry) -> Entry:
+    """`entry` with its note id interned (see `interned`)."""
+    if entry.note_id is not None:
+        entry.note_id = sys.intern(entry.note_id)
+    return entry
 
 
 def named_skipped(skipped: dict[str, str], shown: int = SKIPPED_SHOWN) -> tuple[SkippedNote, ...]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import struct
+import sys
 from abc import abstractmethod
 from array import array
 from bisect import bisect_left
@@ -176,6 +177,7 @@ class FragmentTable(_PackedRows):
         return self._note_of.get(key)
 
     def replace(self, note_id: str, records: Sequence[Record]) -> None:
+        note_id = sys.intern(note_id)  # shared with the writer's other tables (index/manifest.interned)
         """The note's records are now `records` (none: the note leaves)."""
         self.pop(note_id)
         if records:
@@ -184,6 +186,7 @@ class FragmentTable(_PackedRows):
                 self._note_of[record.key] = note_id
 
     def add(self, note_id: str, record: Record) -> None:
+        note_id = sys.intern(note_id)
         self._rows[note_id] = self._rows.get(note_id, b"") + _pack(record)
         self._note_of[record.key] = note_id
 

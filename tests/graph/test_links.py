@@ -527,13 +527,14 @@ def test_reads_while_a_writer_works():
 
 
 HELD_A_NOTE = """
-import gc, json, tracemalloc
+import gc, json, sys, tracemalloc
 from notarium_search.graph.links import LinkGraph, NoteLinks
 from notarium_search.types import WikiLink
 count = 5_000
 notes = []
 for i in range(count):
-    path = f"Projets/dossier {i % 50}/Compte rendu {i}.md"
+    # Interned already, as by the writer's manifest, loaded before the graph (index/manifest.interned).
+    path = sys.intern(f"Projets/dossier {i % 50}/Compte rendu {i}.md")
     notes.append((path, f"Compte rendu {i}", ((f"Compte rendu {(i * 7) % count}", None, None),)))
 gc.collect()
 tracemalloc.start()
