@@ -10,13 +10,13 @@ note named Beta arrives, and dangles again when it goes or is renamed.
 
 from __future__ import annotations
 
-import sys
 import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from notarium_search.shared_strings import shared
 from notarium_search.types import ParsedNote, WikiLink
 
 # Precedence levels, best first. Path keys always contain a "/" (a note at the
@@ -151,7 +151,7 @@ def _entry(note: NoteLinks, folders: dict[str, str]) -> _Entry:
     best = {_hashed(key): level for level, key in sorted(keys, reverse=True) if key}
     named = sorted(((level, key) for key, level in best.items()), key=lambda pair: pair[0])
     return _Entry(
-        note_id=sys.intern(note.id),  # shared with the manifest's and the vectors' (index/manifest.interned)
+        note_id=shared(note.id),  # one copy with the manifest's and the vectors' (shared_strings.py)
         folder=folders.setdefault(folder, folder),
         order=(len(parts), len(note.path)),
         keys=tuple(key for _, key in named),

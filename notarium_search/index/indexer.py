@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -34,6 +33,7 @@ from notarium_search.notes.scan import (
     stat_paths,
 )
 from notarium_search.settings import Settings, SpaceConfig
+from notarium_search.shared_strings import shared
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault
 from notarium_search.types import IndexProgress, IndexState, ParsedNote, SourceFile
 
@@ -262,7 +262,7 @@ class SpaceIndexer:
         read = self._read(index, source, owners, progress)
         if read is None:
             return 0
-        self.manifest.entries[sys.intern(source.path)] = intern(read.entry)  # one copy of each path (manifest.interned)
+        self.manifest.entries[shared(source.path)] = intern(read.entry)  # one copy of each path (shared_strings.py)
         if (
             previous is not None
             and previous.digest == read.entry.digest

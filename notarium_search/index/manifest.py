@@ -14,7 +14,6 @@ the notes whose index state is uncertain, and those are redone.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -22,6 +21,7 @@ from typing import TypeVar
 import msgspec
 
 from notarium_search.logsetup import get_logger
+from notarium_search.shared_strings import shared
 from notarium_search.storage.atomic import fsync_directory, write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 from notarium_search.types import SkippedNote
@@ -198,25 +198,18 @@ class Manifest:
 
 
 def interned(entries: dict[str, Entry]) -> dict[str, Entry]:
-    """`entries` with their paths and note ids interned (`sys.intern`).
-
-    A writer holds each note's path (and id, most often the same) in the
-    manifest, the link graph and the vector manifest, each decoded or parsed
-    apart: three copies of every path at 50,000 notes, 21 MiB beyond the
-    first (measured in the writer, e5-small, 2 workers). Interned where each
-    of them takes a note in, they are one string. Interned strings are
-    mortal: a note deleted takes its path with it."""
+    """`entries` with their paths and note ids shared with the writer's other tables (shared_strings.py)."""
     out: dict[str, Entry] = {}
     for path, entry in entries.items():
         intern(entry)
-        out[sys.intern(path)] = entry
+        out[shared(path)] = entry
     return out
 
 
 def intern(entry: Entry) -> Entry:
-    """`entry` with its note id interned (see `interned`)."""
+    """`entry` with its note id shared with the writer's other tables (shared_strings.py)."""
     if entry.note_id is not None:
-        entry.note_id = sys.intern(entry.note_id)
+        entry.note_id = shared(entry.note_id)
     return entry
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 import struct
-import sys
 from abc import abstractmethod
 from array import array
 from bisect import bisect_left
@@ -31,6 +30,7 @@ import msgspec
 
 from notarium_search.semantic.chunking import key_of
 from notarium_search.semantic.probes import Calibration
+from notarium_search.shared_strings import shared
 
 
 class Record(msgspec.Struct, array_like=True, frozen=True):
@@ -177,8 +177,8 @@ class FragmentTable(_PackedRows):
         return self._note_of.get(key)
 
     def replace(self, note_id: str, records: Sequence[Record]) -> None:
-        note_id = sys.intern(note_id)  # shared with the writer's other tables (index/manifest.interned)
         """The note's records are now `records` (none: the note leaves)."""
+        note_id = shared(note_id)  # one copy with the writer's other tables (shared_strings.py)
         self.pop(note_id)
         if records:
             self._rows[note_id] = _packed(records)
@@ -186,7 +186,7 @@ class FragmentTable(_PackedRows):
                 self._note_of[record.key] = note_id
 
     def add(self, note_id: str, record: Record) -> None:
-        note_id = sys.intern(note_id)
+        note_id = shared(note_id)
         self._rows[note_id] = self._rows.get(note_id, b"") + _pack(record)
         self._note_of[record.key] = note_id
 

@@ -45,7 +45,10 @@ def responsive(socket_path: Path, timeout: float) -> bool | None:
     """Whether the process answers within `timeout` seconds: its `/info`, and
     once its model is loaded one word embedded (its supervisor's probe: a
     process that hangs does not exit). None: nothing listens (starting, or
-    gone); a process that timed out or answered an error on its model: False."""
+    gone); a process that timed out or answered an error on its model, or
+    whose socket's queue is full (it listens but takes no connection: hung,
+    the workers' requests waiting; httpx's probe said None there, and the
+    process was never killed): False."""
     connection = _UnixConnection(socket_path, timeout)
     try:
         try:

@@ -346,7 +346,8 @@ def free_port() -> int:
 def test_the_probe_tells_listening_from_absent_and_from_hung(running: ModelProcess, tmp_path: Path):
     """model_probe.responsive, the supervisor's check: None when nothing
     listens, True once the model embeds its word, False from a process held
-    by SIGSTOP (it never answers, whatever the time given)."""
+    by SIGSTOP (it never answers, whatever the time given), its socket's
+    queue free or full."""
     assert model_probe.responsive(tmp_path / "no.sock", 5.0) is None
 
     def ready() -> bool:
@@ -360,7 +361,22 @@ def test_the_probe_tells_listening_from_absent_and_from_hung(running: ModelProce
     process = running.process
     assert process is not None
     os.kill(process.pid, signal.SIGSTOP)
+    queued: list[socket.socket] = []
     try:
+        assert model_probe.responsive(running.socket_path, 0.5) is False
+        # Its queue full of the workers' connections, a connect fails at once (EAGAIN).
+        for _ in range(4096):  # the listen queue's bound (socketserver's: 5)
+            waiting = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            waiting.setblocking(False)
+            queued.append(waiting)
+            try:
+                waiting.connect(str(running.socket_path))
+            except BlockingIOError:
+                break
+        else:
+            pytest.fail("the model process's listen queue never filled")
         assert model_probe.responsive(running.socket_path, 0.5) is False
     finally:
         os.kill(process.pid, signal.SIGCONT)
+        for waiting in queued:
+            waiting.close()
