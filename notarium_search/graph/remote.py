@@ -32,6 +32,7 @@ from queue import Empty, SimpleQueue
 
 import msgspec
 
+from notarium_search.collector import HEAP, FrozenHeap
 from notarium_search.graph.links import Link
 from notarium_search.graph.ranking import GraphHit
 from notarium_search.logsetup import get_logger
@@ -161,6 +162,13 @@ class _Handler(socketserver.BaseRequestHandler):
             self.server.closed(sock)
 
     def _answer(self, question: Question) -> Answer:
+        if not isinstance(question, Ping):
+            # A follower's request waits on this answer: the writer is not idle,
+            # even with no request of its own. Its idle full collection (a pause
+            # with the GIL held, collector.py) ran while it answered: at 50,000
+            # notes one query of a client on a follower took 106-108 ms, ~30 s
+            # after the writer's last request (p50 27 ms; docs/benchmarks.md).
+            self.server.heap.note_activity()
         try:
             return self.server.answering(question)
         # A failure of the writer's own (its index unreadable while it reads the
@@ -178,8 +186,9 @@ class _Server(socketserver.ThreadingUnixStreamServer):
     # failed at once (EAGAIN on a Unix socket with a timeout), read as a writer gone.
     request_queue_size = socket.SOMAXCONN
 
-    def __init__(self, path: Path, answering: Answering) -> None:
+    def __init__(self, path: Path, answering: Answering, heap: FrozenHeap) -> None:
         self.answering = answering
+        self.heap = heap
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
         self._ended = False
@@ -210,10 +219,11 @@ class GraphServer:
     """The writer's side: answers its followers from its own graph, on
     threads of its own, from `start` to `stop`."""
 
-    def __init__(self, path: Path, answering: Answering, space: str) -> None:
+    def __init__(self, path: Path, answering: Answering, space: str, heap: FrozenHeap = HEAP) -> None:
         self.path = path
         self._answering = answering
         self._space = space
+        self._heap = heap
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -223,7 +233,7 @@ class GraphServer:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         try:
-            self._server = _Server(self.path, self._answering)
+            self._server = _Server(self.path, self._answering, self._heap)
         except OSError as exc:
             # The followers then find no writer to ask: their graph channel says so.
             log.error("graph_server_failed", space=self._space, socket=str(self.path), error=str(exc))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from notarium_search.collector import IDLE_SECONDS, FrozenHeap
 from notarium_search.errors import ChannelUnavailable
 from notarium_search.graph.links import Link
 from notarium_search.graph.remote import (
@@ -281,3 +282,27 @@ def test_a_follower_out_of_descriptors_finds_the_writer_unreachable_not_a_crash(
     assert result["asked"].startswith("no connection to the writer")
     assert result["reachable"] is False
     assert json.dumps(result)  # the child exited cleanly: no UnboundLocalError
+
+
+def test_a_followers_question_keeps_the_writer_from_its_idle_full_collection(sockets: Path):
+    """The writer's idle full collection (collector.py: a pause with the GIL
+    held) ran while it answered a follower's graph questions, its own HTTP
+    idle: a follower's query waited on it. A question is activity; the
+    followers' pings are not (an idle service still collects)."""
+    now = [1_000.0]
+    heap = FrozenHeap(clock=lambda: now[0])
+    heap.note_activity()  # something to collect, once idle
+    server = GraphServer(sockets / "graph-idle.sock", lambda question: Answer(backlinks=["c"]), "test", heap=heap)
+    server.start()
+    remote = RemoteGraph(sockets / "graph-idle.sock")
+    try:
+        now[0] += IDLE_SECONDS - 1
+        assert remote.ask(LinksOf("a")).backlinks == ["c"]
+        now[0] += IDLE_SECONDS - 1  # idle for the writer's requests, not for the follower's
+        assert not heap.tick()
+        assert remote.ask(Ping()).refused is None
+        now[0] += 2
+        assert heap.tick()  # the ping kept nothing from it
+    finally:
+        remote.close()
+        server.stop()
