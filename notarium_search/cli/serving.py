@@ -60,7 +60,7 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
         settings = replace(settings, sockets_dir=folder)
     if model is not None:
         settings = replace(settings, model_socket=model.socket_path)
-        os.environ[MODEL_SOCKET_ENV] = str(model.socket_path)  # the workers' semantic/__init__.py reads it
+        os.environ[MODEL_SOCKET_ENV] = str(model.socket_path)  # the workers' semantic/load_order.py reads it
     served = settings
 
     def load_app() -> Any:  # in each of the server's worker processes, which open the indexes
