@@ -279,20 +279,20 @@ def _every_word(index: LexicalIndex, searcher: tantivy.Searcher, text: str) -> l
 
 def all_payloads(index: LexicalIndex) -> Iterator[Payload]:
     """Every committed note (for full passes such as a vector build)."""
-    searcher = index.searcher()
-    total = int(searcher.num_docs)
-    if total:
-        for _, address in searcher.search(Query.all_query(), total, count=False).hits:
-            yield _payload(searcher, address)
+    return map(decode_payload, _all_raw(index))
 
 
 def all_links(index: LexicalIndex) -> Iterator[PayloadLinks]:
     """Every committed note's head and links as written (the link graph's build)."""
+    return map(decode_links, _all_raw(index))
+
+
+def _all_raw(index: LexicalIndex) -> Iterator[bytes]:
     searcher = index.searcher()
     total = int(searcher.num_docs)
     if total:
         for _, address in searcher.search(Query.all_query(), total, count=False).hits:
-            yield decode_links(_raw_payload(searcher, address))
+            yield _raw_payload(searcher, address)
 
 
 def links_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, PayloadLinks]:
