@@ -14,6 +14,7 @@ from typing import Any
 
 from notarium_search.cli import EXIT_SETUP
 from notarium_search.cli.indexing import NO_SPACE, index_folders_writable
+from notarium_search.lean_imports import load_without_console_extras
 from notarium_search.logsetup import configure_logging, get_logger
 from notarium_search.model_process import ModelProcess, socket_folder, wants_model_process
 from notarium_search.preflight import index_held_elsewhere, previous_service_killed
@@ -28,6 +29,9 @@ PORT_POLL_SECONDS = 0.05
 def serve_command(settings: Settings, _: argparse.Namespace) -> int:
     from notarium_search.api.server import serve, worker_count
 
+    # Before any thread starts: structlog without rich, pygments and attrs,
+    # here and in every worker forked from here (lean_imports.py).
+    load_without_console_extras("structlog")
     configure_logging(settings.log_level)
     # Before anything starts or is written: granian reported a taken port as a
     # JSON log line from its worker, after the indexes were opened and a pass
@@ -64,6 +68,9 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
     served = settings
 
     def load_app() -> Any:  # in each of the server's worker processes, which open the indexes
+        # On the worker's only thread, before the service starts its own:
+        # httpx (the model's client, the MCP SDK's) without its command line.
+        load_without_console_extras("httpx")
         from notarium_search.api.app import create_app
         from notarium_search.service import Service
 

@@ -31,6 +31,7 @@ from pydantic.fields import FieldInfo
 
 from notarium_search import __version__
 from notarium_search.errors import NotariumError
+from notarium_search.lean_imports import unavailable
 from notarium_search.logsetup import get_logger
 from notarium_search.mcp.outputs import schema_model
 from notarium_search.mcp.stdio import AnsweringReader, CheckedStdin, protocol_stdin
@@ -86,7 +87,13 @@ def build_server(
     """Every tool `tools` declares (mcp/tools.py; NotesTools over `service` by
     default) over `service`; `lifespan` wraps the server's run (stdio)."""
     tools = tools or NotesTools(service)
-    server = NotesServer(SERVER_NAME, version=__version__, instructions=_instructions(service), lifespan=lifespan)
+    # The SDK's server sets up logging with rich's handler when rich is
+    # installed, which it is (the CLI's progress bars): rich and pygments
+    # loaded in each worker for a handler that logging.basicConfig then drops
+    # (ours is set). Without them it takes the standard handler, dropped the
+    # same way (lean_imports.py). The MCP SDK's own imports are done by now.
+    with unavailable("rich", "pygments"):
+        server = NotesServer(SERVER_NAME, version=__version__, instructions=_instructions(service), lifespan=lifespan)
     space_field = _space_field(tools.space_names)
     for name, spec in declared_tools(tools).items():
         register(server, name, spec, getattr(tools, name), space_field)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from notarium_search.lean_imports import load_without_console_extras
 from notarium_search.logsetup import configure_logging, get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
 from notarium_search.semantic.embedding import MAX_CHARS_PER_TOKEN, OnnxEmbedder, load_embedder
@@ -217,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _die_with(args.parent)
     given = json.loads(args.settings)
+    load_without_console_extras("structlog")  # 5 MiB less (lean_imports.py); no other thread yet
     configure_logging(str(given.get("log_level", "info")))
     holder = ModelHolder()
     holder.trimmer.start()
