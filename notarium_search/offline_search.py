@@ -33,7 +33,7 @@ def search(
     config = settings.space_config(name)
     if config is None:
         raise UnknownSpace(f"no space named {name}")
-    space = open_space(config, settings, Role.READER)
+    space = open_space(config, settings, Role.READER, records=False)  # counted, not decoded
     with reading(space):
         response = answer.search(space, text, filters, limit, sort)
     return response, space.behind if response.partial else []

@@ -67,7 +67,7 @@ def index_mismatch(lexical: LexicalIndex, manifest: Manifest) -> str | None:
     or kept notes behind the manifest's back (an older meta.json with one
     segment fewer silently lost 750 notes in the attack review). A commit
     cut short by a crash (unsettled.json) is redone by the next pass instead."""
-    if lexical.created or not manifest.entries or manifest.load_unsettled() is not None:
+    if lexical.created or not manifest.file_count() or manifest.load_unsettled() is not None:
         return None
     opstamp = lexical.committed_opstamp()
     if manifest.opstamp is not None and opstamp is not None and opstamp < manifest.opstamp:

@@ -57,6 +57,8 @@ class _File(msgspec.Struct):
     entries: dict[str, Entry]
     opstamp: int | None = None  # absent from manifests written before it was recorded
     unread: int | None = None  # likewise
+    files: int | None = None  # how many entries (likewise): what a reader needs of them, without them
+    indexed: int | None = None  # how many of them are notes in the index (likewise)
 
 
 class _Head(msgspec.Struct):
@@ -65,6 +67,8 @@ class _Head(msgspec.Struct):
     fingerprint: str
     opstamp: int | None = None
     unread: int | None = None
+    files: int | None = None
+    indexed: int | None = None
 
 
 _Stored = TypeVar("_Stored", _File, _Head)
@@ -106,6 +110,10 @@ class Manifest:
     short (a pass over a few reported files keeps what an unfinished pass
     over every file left), None when not recorded. A read-only reader (a search from the
     shell) runs no pass of its own: this is how it knows its answers are partial."""
+    counts: tuple[int, int] | None = None
+    """(files, notes indexed) of a manifest loaded without its records
+    (`load_counted`), as its writer counted them; None when `entries` is
+    what there is."""
 
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> Manifest:
@@ -132,18 +140,43 @@ class Manifest:
             return cls(path, fingerprint)
         return cls(path, fingerprint, {}, stored.opstamp, stored.unread)
 
+    @classmethod
+    def load_counted(cls, path: Path, fingerprint: str) -> Manifest:
+        """`load_head` with how many files and notes the records hold, for a
+        search from the shell, which reads no record but checks the index
+        against their count: the records' decoding was ~12 of its ~165 ms at
+        10,000 notes (load 16–17 ms, this 5 ms; 61–62 and 16–17 ms at 50,000).
+        The whole manifest when it was written before the counts were."""
+        stored = _stored(path, fingerprint, _Head)
+        if stored is None:
+            return cls(path, fingerprint)
+        if stored.files is None or stored.indexed is None:
+            return cls.load(path, fingerprint)
+        return cls(path, fingerprint, {}, stored.opstamp, stored.unread, (stored.files, stored.indexed))
+
     def save(self) -> None:
-        write_atomic(self.path, msgspec.json.encode(_File(self.fingerprint, self.entries, self.opstamp, self.unread)))
+        if self.counts is not None:  # it would write no record: every file read again, every note id lost
+            raise RuntimeError(f"{self.path}: a manifest loaded without its records is never saved")
+        entries = self.entries
+        saved = _File(self.fingerprint, entries, self.opstamp, self.unread, len(entries), self.indexed_notes())
+        write_atomic(self.path, msgspec.json.encode(saved))
 
     def forget(self) -> None:
         """No record of the index any more (it is rebuilt from the files)."""
         self.entries.clear()
         self.opstamp = None
         self.unread = None
+        self.counts = None
 
     def indexed_notes(self) -> int:
         """How many documents the index holds when it matches this manifest."""
+        if self.counts is not None:
+            return self.counts[1]
         return sum(1 for e in self.entries.values() if e.note_id is not None)
+
+    def file_count(self) -> int:
+        """How many files the records name (0: the space was never indexed)."""
+        return self.counts[0] if self.counts is not None else len(self.entries)
 
     @property
     def unsettled_path(self) -> Path:

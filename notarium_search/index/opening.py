@@ -33,18 +33,23 @@ class NotIndexed(RuntimeError):
     """A reader found no index for the space."""
 
 
-def open_space(config: SpaceConfig, settings: Settings, role: Role, *, rebuild: bool = False) -> Space:
+def open_space(
+    config: SpaceConfig, settings: Settings, role: Role, *, rebuild: bool = False, records: bool = True
+) -> Space:
     """The space, opened for `role` (see the module's docstring). Its writer
-    thread, watcher or peer looks start with `Space.start`."""
+    thread, watcher or peer looks start with `Space.start`. `records=False`:
+    a reader that reads no file's record (a search), their counts only."""
     directory = settings.index_dir / config.name
     # A follower reads no file's record: what it tells comes from its writer.
     load = Manifest.load_head if role is Role.FOLLOWER else Manifest.load
+    if role is Role.READER and not records:
+        load = Manifest.load_counted
     manifest = load(directory / "manifest.json", index_fingerprint(config, settings))
     writes = role in (Role.WRITER, Role.SHARED_WRITER)
     lock = WriterLock(config.name, directory)
     if writes:
         lock.take(manifest, forget=rebuild)
-    elif role is Role.READER and (not manifest.entries or not (directory / "lexical" / "meta.json").exists()):
+    elif role is Role.READER and (not manifest.file_count() or not (directory / "lexical" / "meta.json").exists()):
         raise NotIndexed(f"space {config.name} is not indexed yet: run `notarium-search index {config.name}`")
     lexical = LexicalIndex(directory / "lexical", config.analyzed, read_only=not writes)
     if lexical.created:
