@@ -2,9 +2,9 @@
 
 structlog's `dev` module imports rich (for its console renderer's coloured
 tracebacks), and with it pygments and attrs; httpx's `__init__` imports its
-command-line tool, which imports click, pygments and rich; the MCP SDK's
-server sets up logging with rich's handler. Each takes an ImportError there
-as "not installed" and carries on. The service renders JSON and runs no
+command-line tool, which imports click, pygments and rich. Each takes an
+ImportError there as "not installed" and carries on. (The MCP SDK's server
+sets up logging with rich's handler too: mcp/server.py makes that a no-op.) The service renders JSON and runs no
 console, yet rich is installed (the CLI's progress bars), so every process
 of the service held them. Measured (2026-12-06, this machine): in a fresh
 interpreter, `import httpx, structlog` 22.9 → 16.8 MiB of RSS and 361 → 251
@@ -44,9 +44,9 @@ def unavailable(*names: str) -> Iterator[None]:
     """Within: `import name` fails for each of `names` not loaded yet (those
     already loaded stay as they are); afterwards they can be imported again."""
     blocked = [name for name in names if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]
     try:
+        for name in blocked:
+            sys.modules[name] = None  # type: ignore[assignment]
         yield
     finally:
         for name in blocked:

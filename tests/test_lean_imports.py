@@ -26,7 +26,8 @@ def a_worker(settings, load_app):
     import notarium_search.semantic.shared_model  # the model's client, loaded later by the embedder's thread
     held = sorted(m for m in sys.modules if m.split(".")[0] in ("rich", "pygments"))
     import rich.progress  # the CLI's progress bars still can
-    print(json.dumps({"held": held, "mcp": "mcp.server.mcpserver" in sys.modules, "httpx": "httpx" in sys.modules}))
+    loaded = {"mcp": "mcp.server.mcpserver" in sys.modules, "httpx": "httpx" in sys.modules}
+    print("SEEN", json.dumps({"held": held, **loaded}))
     return 0
 
 server.serve = a_worker
@@ -44,10 +45,12 @@ def python(code: str, tmp_path: Path) -> str:
         "NOTARIUM_WORKERS": "2",
         "NOTARIUM_PORT": str(free_port()),
     }
-    env.pop("NOTARIUM_CONFIG", None)
+    for name in ("NOTARIUM_CONFIG", "VECTOR_SEARCH", "GRAPH_BOOST"):
+        env.pop(name, None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+    (seen,) = [line.removeprefix("SEEN ") for line in done.stdout.splitlines() if line.startswith("SEEN ")]
+    return seen
 
 
 def free_port() -> int:
@@ -58,8 +61,8 @@ def free_port() -> int:
 
 def test_a_worker_holds_no_console_library(tmp_path: Path):
     """structlog's `dev` module, httpx's command line and the SDK's
-    MCPServer (its logging set up with rich's handler) each loaded rich and
-    pygments: ~4 MiB in every process of the service."""
+    MCPServer (its logging set up with rich's handler: made a no-op) each
+    loaded rich and pygments: ~4 MiB in every process of the service."""
     seen = json.loads(python(A_WORKER, tmp_path))
     assert (seen["mcp"], seen["httpx"]) == (True, True)  # the libraries that would have loaded them are in
     assert seen["held"] == []
@@ -70,6 +73,27 @@ def test_the_libraries_load_rich_when_not_kept_from_it(tmp_path: Path):
     imported first as usual, holds rich and pygments."""
     seen = json.loads(python("import structlog, httpx\n" + A_WORKER, tmp_path))
     assert {m.split(".")[0] for m in seen["held"]} == set(CONSOLE)
+
+
+MODEL_PROCESS = """
+import json, os, sys
+import notarium_search.semantic.model_server as model_server
+
+def serving(*_):  # where the model process starts serving: its modules are loaded by now
+    held = sorted(m for m in sys.modules if m.split(".")[0] in ("rich", "pygments"))
+    print("SEEN", json.dumps({"held": held, "structlog": "structlog" in sys.modules}), flush=True)
+    os._exit(0)
+
+model_server._Server = serving
+sys.exit(model_server.main(sys.argv[1:]))
+"""
+
+
+def test_the_model_process_holds_no_console_library(tmp_path: Path):
+    settings = json.dumps({"model_dir": str(tmp_path), "threads": 1, "batch_size": 1})
+    args = ["--socket", str(tmp_path / "model.sock"), "--parent", str(os.getpid()), "--settings", settings]
+    seen = json.loads(python(MODEL_PROCESS.replace("sys.argv[1:]", repr(args)), tmp_path))
+    assert seen == {"held": [], "structlog": True}
 
 
 def test_unavailable_only_while_inside_and_only_what_is_not_loaded(tmp_path: Path):
@@ -85,6 +109,6 @@ with unavailable("rich", "json"):
         failed.append("rich")
     import json as still_there  # already loaded: untouched
 import rich  # importable again
-print(json.dumps({"failed": failed, "same": still_there is loaded_before, "rich": "rich" in sys.modules}))
+print("SEEN", json.dumps({"failed": failed, "same": still_there is loaded_before, "rich": "rich" in sys.modules}))
 """
     assert json.loads(python(code, tmp_path)) == {"failed": ["rich"], "same": True, "rich": True}

@@ -68,7 +68,8 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
     served = settings
 
     def load_app() -> Any:  # in each of the server's worker processes, which open the indexes
-        # On the worker's only thread, before the service starts its own:
+        # Before the service starts its threads (the worker's orphan watch,
+        # already running, imports nothing until the supervisor is gone):
         # httpx (the model's client, the MCP SDK's) without its command line.
         load_without_console_extras("httpx")
         from notarium_search.api.app import create_app

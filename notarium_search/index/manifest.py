@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -57,8 +57,15 @@ class _File(msgspec.Struct):
     entries: dict[str, Entry]
     opstamp: int | None = None  # absent from manifests written before it was recorded
     unread: int | None = None  # likewise
-    files: int | None = None  # how many entries (likewise): what a reader needs of them, without them
-    indexed: int | None = None  # how many of them are notes in the index (likewise)
+
+
+class _Saved(_File):
+    """What `save` writes: the records and their counts, which a search reads
+    instead of them (`load_counted`). `load` reads a `_File`: a bad count
+    never costs the records."""
+
+    files: int = 0
+    indexed: int = 0
 
 
 class _Head(msgspec.Struct):
@@ -67,11 +74,16 @@ class _Head(msgspec.Struct):
     fingerprint: str
     opstamp: int | None = None
     unread: int | None = None
-    files: int | None = None
-    indexed: int | None = None
 
 
-_Stored = TypeVar("_Stored", _File, _Head)
+class _CountedHead(_Head):
+    """`_Head` with the records' counts, taken as they come: checked by `load_counted`."""
+
+    files: Any = None
+    indexed: Any = None
+
+
+_Stored = TypeVar("_Stored", _File, _Head, _CountedHead)
 
 
 def _stored(path: Path, fingerprint: str, shape: type[_Stored]) -> _Stored | None:
@@ -114,6 +126,9 @@ class Manifest:
     """(files, notes indexed) of a manifest loaded without its records
     (`load_counted`), as its writer counted them; None when `entries` is
     what there is."""
+    records: bool = True
+    """Whether `entries` are the records (False: loaded without them, by
+    `load_head` or `load_counted`; such a manifest is never saved)."""
 
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> Manifest:
@@ -138,7 +153,7 @@ class Manifest:
         stored = _stored(path, fingerprint, _Head)
         if stored is None:
             return cls(path, fingerprint)
-        return cls(path, fingerprint, {}, stored.opstamp, stored.unread)
+        return cls(path, fingerprint, {}, stored.opstamp, stored.unread, records=False)
 
     @classmethod
     def load_counted(cls, path: Path, fingerprint: str) -> Manifest:
@@ -146,19 +161,21 @@ class Manifest:
         search from the shell, which reads no record but checks the index
         against their count: the records' decoding was ~12 of its ~165 ms at
         10,000 notes (load 16–17 ms, this 5 ms; 61–62 and 16–17 ms at 50,000).
-        The whole manifest when it was written before the counts were."""
-        stored = _stored(path, fingerprint, _Head)
+        The whole manifest when it was written before the counts were, or
+        when they are not two counts that can be (edited by hand, say)."""
+        stored = _stored(path, fingerprint, _CountedHead)
         if stored is None:
             return cls(path, fingerprint)
-        if stored.files is None or stored.indexed is None:
+        files, indexed = stored.files, stored.indexed
+        if not (type(files) is int and type(indexed) is int and 0 <= indexed <= files):
             return cls.load(path, fingerprint)
-        return cls(path, fingerprint, {}, stored.opstamp, stored.unread, (stored.files, stored.indexed))
+        return cls(path, fingerprint, {}, stored.opstamp, stored.unread, (files, indexed), records=False)
 
     def save(self) -> None:
-        if self.counts is not None:  # it would write no record: every file read again, every note id lost
+        if not self.records:  # it would write no record: every file read again, every note id lost
             raise RuntimeError(f"{self.path}: a manifest loaded without its records is never saved")
         entries = self.entries
-        saved = _File(self.fingerprint, entries, self.opstamp, self.unread, len(entries), self.indexed_notes())
+        saved = _Saved(self.fingerprint, entries, self.opstamp, self.unread, len(entries), self.indexed_notes())
         write_atomic(self.path, msgspec.json.encode(saved))
 
     def forget(self) -> None:
@@ -167,6 +184,7 @@ class Manifest:
         self.opstamp = None
         self.unread = None
         self.counts = None
+        self.records = True  # none: what a rebuild starts from
 
     def indexed_notes(self) -> int:
         """How many documents the index holds when it matches this manifest."""

@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any, get_args, get_origin
 
 import anyio
+import mcp.server.mcpserver.server as sdk_server
 import msgspec
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -31,7 +32,6 @@ from pydantic.fields import FieldInfo
 
 from notarium_search import __version__
 from notarium_search.errors import NotariumError
-from notarium_search.lean_imports import unavailable
 from notarium_search.logsetup import get_logger
 from notarium_search.mcp.outputs import schema_model
 from notarium_search.mcp.stdio import AnsweringReader, CheckedStdin, protocol_stdin
@@ -47,6 +47,18 @@ SHOWN_INPUT_CHARS = 80  # of a rejected argument value, in the error message
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 log = get_logger(__name__)
+
+
+def _logging_is_the_services(*_: object, **__: object) -> None:
+    """In place of the SDK's `configure_logging`, which each MCPServer calls:
+    a `logging.basicConfig` with rich's handler when rich is installed (it is,
+    for the CLI's progress bars). basicConfig does nothing once the root
+    logger has a handler, and the service's is set first (logsetup.py); the
+    handler made for nothing loaded rich and pygments in every worker, ~4 MiB
+    (lean_imports.py)."""
+
+
+sdk_server.configure_logging = _logging_is_the_services  # type: ignore[attr-defined]  # its name there, looked up at each call
 
 
 class NotesServer(MCPServer[Any]):
@@ -87,13 +99,7 @@ def build_server(
     """Every tool `tools` declares (mcp/tools.py; NotesTools over `service` by
     default) over `service`; `lifespan` wraps the server's run (stdio)."""
     tools = tools or NotesTools(service)
-    # The SDK's server sets up logging with rich's handler when rich is
-    # installed, which it is (the CLI's progress bars): rich and pygments
-    # loaded in each worker for a handler that logging.basicConfig then drops
-    # (ours is set). Without them it takes the standard handler, dropped the
-    # same way (lean_imports.py). The MCP SDK's own imports are done by now.
-    with unavailable("rich", "pygments"):
-        server = NotesServer(SERVER_NAME, version=__version__, instructions=_instructions(service), lifespan=lifespan)
+    server = NotesServer(SERVER_NAME, version=__version__, instructions=_instructions(service), lifespan=lifespan)
     space_field = _space_field(tools.space_names)
     for name, spec in declared_tools(tools).items():
         register(server, name, spec, getattr(tools, name), space_field)

@@ -140,10 +140,14 @@ def test_a_search_counts_the_records_without_decoding_them(tmp_path: Path):
         counted.save()
     assert Manifest.load(path, "fp").entries == entries
 
-    older = msgspec.json.encode({"fingerprint": "fp", "entries": entries, "opstamp": 7, "unread": 0})
-    path.write_bytes(older)  # as written before the counts
-    fallback = Manifest.load_counted(path, "fp")
-    assert (fallback.entries, fallback.file_count(), fallback.indexed_notes()) == (entries, 3, 2)
+    older = {"fingerprint": "fp", "entries": entries, "opstamp": 7, "unread": 0}
+    for counts in ({}, {"files": "3", "indexed": 2}, {"files": 3, "indexed": -1}, {"files": 1, "indexed": 2}):
+        path.write_bytes(msgspec.json.encode({**older, **counts}))  # before the counts, or counts that cannot be
+        fallback = Manifest.load_counted(path, "fp")
+        assert (fallback.entries, fallback.file_count(), fallback.indexed_notes()) == (entries, 3, 2), counts
+        assert Manifest.load(path, "fp").entries == entries  # a bad count never costs the writer its records
+    with pytest.raises(RuntimeError, match="never saved"):
+        Manifest.load_head(path, "fp").save()  # a follower's: no record either
 
 
 def test_a_search_from_the_shell_does_not_decode_the_records(vault: Vault, monkeypatch: pytest.MonkeyPatch):
