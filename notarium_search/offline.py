@@ -111,7 +111,7 @@ def space_row(settings: Settings, config: SpaceConfig, fingerprint: str | None) 
         return row
     try:
         manifest = space.manifest
-        saved = manifest.path.stat().st_mtime  # saved after every commit, and at the end of every pass
+        saved = manifest.path.stat().st_mtime  # saved after every commit, and at the end of every pass that wrote
         row["last_indexed"] = datetime.fromtimestamp(saved).astimezone().isoformat(timespec="seconds")
         skipped = manifest.skipped()
         status = space.status()  # the SpaceStatus /status gives, as a reader sees it
