@@ -4,9 +4,9 @@ structlog's `dev` module imports rich (for its console renderer's coloured
 tracebacks), and with it pygments and attrs; httpx's `__init__` imports its
 command-line tool, which imports click, pygments and rich. Each takes an
 ImportError there as "not installed" and carries on. (The MCP SDK's server
-sets up logging with rich's handler too: mcp/server.py makes that a no-op.) The service renders JSON and runs no
-console, yet rich is installed (the CLI's progress bars), so every process
-of the service held them. Measured (2026-12-06, this machine): in a fresh
+sets up logging with rich's handler too: mcp/server.py makes that a no-op.)
+The service renders JSON and runs no console, yet rich is installed (the
+CLI's progress bars), so every process of the service held them. Measured (2026-12-06, this machine): in a fresh
 interpreter, `import httpx, structlog` 22.9 → 16.8 MiB of RSS and 361 → 251
 modules; in a 2-worker service at 50,000 notes, 4 MiB less private memory
 in each process (supervisor 22 → 18 MiB, a follower 117 → 113).

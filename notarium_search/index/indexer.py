@@ -402,8 +402,11 @@ class SpaceIndexer:
         reloaded) and wrote the whole manifest again (9.8 MB at 50,000 notes,
         ~23 ms). The first pass of a process commits anyway: that commit is
         when status says the space was last indexed."""
-        unread = max(progress.total - progress.done, self._unread_elsewhere)
-        return self._committed and not gone and not self._work and self.manifest.unread == unread
+        return self._committed and not gone and not self._work and self.manifest.unread == self._unread(progress)
+
+    def _unread(self, progress: IndexProgress) -> int:
+        """The files left to read, for the manifest: this pass's and an unfinished earlier pass's."""
+        return max(progress.total - progress.done, self._unread_elsewhere)
 
     def _commit(self, progress: IndexProgress) -> None:
         self._committed = True
@@ -411,7 +414,7 @@ class SpaceIndexer:
         if touched:
             self.manifest.mark_unsettled(self._touched_ids, self._touched_paths)
         self.manifest.opstamp = self.lexical.commit()
-        self.manifest.unread = max(progress.total - progress.done, self._unread_elsewhere)
+        self.manifest.unread = self._unread(progress)
         self.manifest.save()
         self._done_at_commit = progress.done
         if touched:
