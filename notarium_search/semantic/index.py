@@ -40,7 +40,7 @@ from notarium_search.semantic.manifest import (
 from notarium_search.semantic.probes import Calibration, measured, probe_queries
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
 from notarium_search.semantic.vector_file import VectorStoreCorrupt
-from notarium_search.semantic.vector_store import VectorStore
+from notarium_search.semantic.vector_store import GRAPH_BUILD, VectorStore
 from notarium_search.storage.atomic import write_atomic
 from notarium_search.storage.faults import StorageFault, describe, is_passing
 from notarium_search.types import Fragment, ParsedNote
@@ -111,6 +111,7 @@ class SemanticIndex:
         self._window: list[Fragment] = []  # of the backlog, shortest first (taken from the end)
         self._dirty = False  # changes not yet checkpointed
         self._since_compaction = 0
+        self._graph_outdated = False  # saved by a build whose graph may strand vectors: rebuilt at the next checkpoint
         self._since_checkpoint = 0
         self._checkpoint_seconds = 0.0  # how long the last checkpoint took to save
         self.progress = SemanticProgress()
@@ -145,7 +146,7 @@ class SemanticIndex:
         self._dirty = True  # until a manifest matching this fingerprint is read
         decode = decode_frozen if self.read_only else decode_calibrated
         try:
-            fingerprint, generation, checksum, notes, calibration = decode(self._manifest_path.read_bytes())
+            fingerprint, generation, checksum, notes, calibration, graph = decode(self._manifest_path.read_bytes())
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -169,6 +170,10 @@ class SemanticIndex:
         self.store, self.generation, self.notes = store, generation, notes
         self.calibration = calibration
         self._dirty = False
+        if graph != GRAPH_BUILD and not self.read_only:
+            # Vectors kept, graph rebuilt from them at the first checkpoint (vector_store.GRAPH_BUILD).
+            log.info("vector_graph_outdated", directory=str(self.directory), graph=graph, wanted=GRAPH_BUILD)
+            self._graph_outdated = self._dirty = True
 
     def _writable(self) -> FragmentTable:
         """The writer's table (a follower never changes its own)."""
@@ -194,19 +199,22 @@ class SemanticIndex:
         if not self._dirty or self.read_only:
             return
         self.directory.mkdir(parents=True, exist_ok=True)  # deleted under the service: written anew
+        # Outside `_lock`: searches go on with the old graph while the new one
+        # is built (seconds to a minute at 100,000 vectors); only this thread
+        # adds and removes. Left out of the save's duration, which spaces out
+        # the next checkpoints: rare, and not growing build after build.
+        if self._graph_outdated or (self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction()):
+            self.store.compact()
+            self._since_compaction = 0
+            self._graph_outdated = False
         with self._lock:
-            if self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction():
-                self.store.compact()
-                self._since_compaction = 0
-            # A compaction (rare, and not growing build after build) is left out
-            # of the save's duration, which spaces out the next checkpoints.
             started = time.monotonic()
             generation = self.generation + 1
             # Idle (nothing left to embed): the vectors become pages of the file
             # just written, shared with the followers (vector_store.py).
             checksum = self.store.save(self._vector_path(generation), view=not self._pending_count)
         # Encoded outside the lock (searches go on): only this thread changes the records.
-        manifest = encode(self.fingerprint, generation, checksum, self.notes, self.calibration)
+        manifest = encode(self.fingerprint, generation, checksum, self.notes, self.calibration, GRAPH_BUILD)
         write_atomic(self._manifest_path, manifest)
         self._vector_path(self.generation).unlink(missing_ok=True)
         self.generation = generation

@@ -51,12 +51,16 @@ class _Head(msgspec.Struct, omit_defaults=True):
     # the manifests written before it (and omitted while not measured): the
     # floor is then the model's margin alone, and the writer measures it.
     calibration: Calibration | None = None
+    # How the vector file's graph was built (vector_store.GRAPH_BUILD); ""
+    # in the manifests written before it.
+    graph: str = ""
 
 
 class _Saved(msgspec.Struct):
     fingerprint: str
     generation: int
     checksum: str
+    graph: str = ""
     calibration: msgspec.Raw = msgspec.Raw(b"null")  # decoded apart: a bad one is measured again, the vectors kept
     notes: dict[str, msgspec.Raw] = {}  # decoded note by note: all the records at once as objects would be the peak
 
@@ -249,9 +253,10 @@ def encode(
     checksum: str,
     table: Mapping[str, list[Record]],
     calibration: Calibration | None = None,
+    graph: str = "",
 ) -> bytes:
     """The manifest as JSON, one note's records encoded at a time."""
-    head = msgspec.json.encode(_Head(fingerprint, generation, checksum, calibration))
+    head = msgspec.json.encode(_Head(fingerprint, generation, checksum, calibration, graph))
     parts = [head[:-1], b',"notes":{']
     for position, note_id in enumerate(table):
         parts += [b"," if position else b"", msgspec.json.encode(note_id), b":", msgspec.json.encode(table[note_id])]
@@ -265,9 +270,10 @@ def decode(data: bytes) -> tuple[str, int, str, FragmentTable]:
     return decode_calibrated(data)[:4]
 
 
-def decode_calibrated(data: bytes) -> tuple[str, int, str, FragmentTable, Calibration | None]:
-    """`decode`, and the space's calibration (None in a manifest written
-    before it, or when unreadable: measured again, never an error)."""
+def decode_calibrated(data: bytes) -> tuple[str, int, str, FragmentTable, Calibration | None, str]:
+    """`decode`, the space's calibration (None in a manifest written
+    before it, or when unreadable: measured again, never an error) and how
+    its graph was built."""
     try:
         saved = msgspec.json.decode(data, type=_Saved)
         table = FragmentTable()
@@ -275,10 +281,10 @@ def decode_calibrated(data: bytes) -> tuple[str, int, str, FragmentTable, Calibr
             table.replace(note_id, msgspec.json.decode(raw, type=list[Record]))
     except msgspec.DecodeError as exc:
         raise ManifestUnreadable(str(exc)) from None
-    return saved.fingerprint, saved.generation, saved.checksum, table, _calibration(saved.calibration)
+    return saved.fingerprint, saved.generation, saved.checksum, table, _calibration(saved.calibration), saved.graph
 
 
-def decode_frozen(data: bytes) -> tuple[str, int, str, FrozenFragments, Calibration | None]:
+def decode_frozen(data: bytes) -> tuple[str, int, str, FrozenFragments, Calibration | None, str]:
     """`decode_calibrated` into a read-only table, for a follower."""
     try:
         saved = msgspec.json.decode(data, type=_Saved)
@@ -286,7 +292,7 @@ def decode_frozen(data: bytes) -> tuple[str, int, str, FrozenFragments, Calibrat
     except msgspec.DecodeError as exc:
         raise ManifestUnreadable(str(exc)) from None
     table = FrozenFragments((note_id, packed) for note_id, packed in rows if packed)
-    return saved.fingerprint, saved.generation, saved.checksum, table, _calibration(saved.calibration)
+    return saved.fingerprint, saved.generation, saved.checksum, table, _calibration(saved.calibration), saved.graph
 
 
 def _packed(records: Sequence[Record]) -> bytes:

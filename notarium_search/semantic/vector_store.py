@@ -80,10 +80,20 @@ CONNECTIVITY: Final = 32  # "M": graph edges per node
 EXPANSION_ADD: Final = 256  # "efConstruction": a better graph, paid once per insertion
 EXPANSION_SEARCH: Final = 512  # "ef": candidates kept per query; usearch raises it to k when k is larger
 
-# Insertions use every core (usearch's 0): a batch of fragments is added at
-# once and inserting is the slow part of building; a search is one query and
-# gains nothing from more threads.
-ADD_THREADS: Final = 0
+# Insertions use one thread. usearch 2.26's concurrent `add` strands nodes:
+# stored, but no search reaches them (unum-cloud/USearch#735, fix not
+# released). Measured on 2 cores: 2,000 random vectors added with every core
+# left one or more vectors its own query could not find in 29 of 30 builds,
+# one thread in none; on 20,000 fragments of the 50,000-note benchmark, 2 of
+# 5,000 sampled were unreachable with every core, 0 with one. One thread took
+# 13.0 s for those 20,000 instead of 5.5 s: the same CPU on one core, paid
+# while the model (the slow part of building) keeps the other busy.
+ADD_THREADS: Final = 1
+# How the graph was built, kept in the vector manifest: a writer that opens
+# vectors saved under another value rebuilds the graph from them at its first
+# checkpoint (no embedding; semantic/index.py). "" is what manifests written
+# before it say: graphs built with every core, which may hold stranded nodes.
+GRAPH_BUILD: Final = "serial"
 SEARCH_THREADS: Final = 1
 
 # A removed vector stays in the graph as a tombstone (usearch reuses its slot

@@ -25,7 +25,7 @@ from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.follower import FollowedSemanticChannel
 from notarium_search.service import Service
 from notarium_search.types import ChannelQuery, ChannelState, ChannelStatus, FeedFilter
-from tests.conftest import WAIT_SECONDS, HashEmbedder, Vault, build_semantic, ids, models_dir
+from tests.conftest import WAIT_SECONDS, HashEmbedder, Vault, build_semantic, eventually, ids, models_dir
 
 NO_FILTER = FeedFilter()
 # The query-embedding deadline of tests that are not about it (the default is 300 ms):
@@ -143,6 +143,70 @@ def test_fingerprint_change_rebuilds_every_vector(vault: Vault):
     build_semantic(service, other_model)
     assert other_model.passages_embedded == first.passages_embedded  # never mix two models
     service.stop()
+
+
+def test_a_graph_saved_by_a_build_that_strands_vectors_is_rebuilt_from_them(vault: Vault):
+    """Vectors saved before inserts ran on one thread (vector_store.GRAPH_BUILD:
+    their manifests name no graph) keep their vectors; the writer rebuilds the
+    graph from them once, and says so in the manifest."""
+    for i in range(3):
+        vault.write(f"n{i}.md", long_note(f"n{i}", ["résilience", "jardin", "marée"][i], paragraphs=4))
+    service = vault.service(vector_search=True)
+    build_semantic(service, HashEmbedder())
+    service.stop()
+    vectors_dir = vault.index_dir / "notes" / "vectors"
+    manifest_path = vectors_dir / "vectors.json"
+    manifest = json.loads(manifest_path.read_bytes())
+    assert manifest.pop("graph") == "serial"
+    manifest_path.write_text(json.dumps(manifest))  # as the versions before it wrote it
+    (old_file,) = vectors_dir.glob("vectors-*.usearch")
+
+    service = vault.service(vector_search=True)
+    embedder = HashEmbedder()
+    build_semantic(service, embedder)
+    assert embedder.passages_embedded == 0  # the vectors are kept: only the graph is built again
+    rebuilt = json.loads(manifest_path.read_bytes())
+    assert rebuilt["graph"] == "serial"
+    assert rebuilt["notes"] == manifest["notes"]
+    assert rebuilt["generation"] == manifest["generation"] + 1
+    assert not old_file.exists()
+    assert stored_fragments(service) == expected_fragments(service)
+    semantic = service.spaces["notes"].semantic
+    assert semantic is not None
+    assert semantic.index is not None
+    for note_id, records in semantic.index.notes.items():
+        for record, vector in zip(records, semantic.index.vectors(records), strict=True):
+            assert semantic.index.nearest(vector, 1)[0][:2] == (note_id, record.key)
+    service.stop()
+    saved = {path.name: path.stat().st_mtime_ns for path in vectors_dir.iterdir()}
+    service = vault.service(vector_search=True)
+    build_semantic(service, HashEmbedder())  # rebuilt once: nothing written again
+    assert {path.name: path.stat().st_mtime_ns for path in vectors_dir.iterdir()} == saved
+    service.stop()
+
+
+def test_a_served_writer_rebuilds_an_outdated_graph_at_start(vault: Vault):
+    """The same, as a service starts: the writer's start (nothing to embed)
+    saves the rebuilt graph, the vectors the pack made before."""
+    pack = models_dir() / "all-minilm-l6-v2-int8"
+    for i, topic in enumerate(["résilience", "jardin", "marée"]):
+        vault.write(f"n{i}.md", long_note(f"n{i}", topic, paragraphs=4))
+    service = vault.service(vector_search=True, model_dir=pack)
+    build_semantic(service, load_embedder(pack))
+    service.stop()
+    manifest_path = vault.index_dir / "notes" / "vectors" / "vectors.json"
+    manifest = json.loads(manifest_path.read_bytes())
+    del manifest["graph"]
+    manifest_path.write_text(json.dumps(manifest))
+    service = Service(vault.settings(watch=False, vector_search=True, model_dir=pack))
+    service.start()
+    try:
+        eventually(lambda: json.loads(manifest_path.read_bytes()).get("graph") == "serial")
+        rebuilt = json.loads(manifest_path.read_bytes())
+        assert rebuilt["notes"] == manifest["notes"]
+        assert rebuilt["generation"] == manifest["generation"] + 1
+    finally:
+        service.stop()
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "delete", "manifest", "record"])
