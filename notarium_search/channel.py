@@ -78,6 +78,10 @@ class Channel(Protocol):
         """How it queues a job of its own on the space's writer thread (a
         paused build resuming): given by the writer role when it opens."""
 
+    def writer_stopped(self) -> None:
+        """The space's writer thread has stopped: end what runs beside it (a
+        compaction's thread), before the process may exit."""
+
     def attach(self, embedder: Any, in_slices: bool = False) -> None:
         """The embedding model is loaded (a channel that needs "vector"):
         build now, or (`in_slices`, the service) in `work_slice` calls."""
@@ -114,6 +118,9 @@ class ChannelHooks:
         return None
 
     def on_writer(self, run: Callable[[Callable[[], None]], None]) -> None:
+        return None
+
+    def writer_stopped(self) -> None:
         return None
 
     def attach(self, embedder: Any, in_slices: bool = False) -> None:

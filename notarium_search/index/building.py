@@ -27,14 +27,21 @@ def build(writer: SpaceWriter, on_progress: Callable[[BuildStep], None] | None, 
     semantic = writer.space.semantic
     if semantic is None or embedder is None or writer.stop_event.is_set():
         return progress
-    semantic.attach(embedder)
-    index = semantic.index
-    assert index is not None  # attach opened it
-    total = index.progress.pending
-    report(BuildStep("fragments", 0, total))
-    while semantic.has_work and not writer.stop_event.is_set():
-        semantic.work_slice()
-        report(BuildStep("fragments", total - index.progress.pending, total))
-    if semantic.has_work:
-        index.checkpoint()
+    # No writer thread runs beside a build: a compaction runs on this thread.
+    semantic.building_in_place = True
+    try:
+        semantic.attach(embedder)
+        index = semantic.index
+        assert index is not None  # attach opened it
+        total = index.progress.pending
+        report(BuildStep("fragments", 0, total))
+        while semantic.has_work and not writer.stop_event.is_set():
+            semantic.work_slice()
+            report(BuildStep("fragments", total - index.progress.pending, total))
+        if semantic.has_work:
+            index.checkpoint()
+    finally:
+        semantic.building_in_place = False
+        if semantic.wake is not None:
+            semantic.on_writer(semantic.wake)  # a writer started later hears of its compactions
     return progress

@@ -143,6 +143,8 @@ class SpaceWriter:
         self.request_stop()
         self.watcher.stop()
         self.writer.join(timeout)
+        for channel in self.space.every_channel:
+            channel.writer_stopped()
         if self.graph_server is not None:
             self.graph_server.stop()
         self.space.lexical.close()

@@ -47,6 +47,9 @@ PLAN_SLICE_NOTES = 1_000
 # retry intervals for a failed pass (index/writer.py).
 PAUSE_FIRST_SECONDS = 5.0
 PAUSE_MAX_SECONDS = 300.0
+# How long a stopping writer waits for its compaction's thread, which stops
+# within one batch of inserts (vector_store.COMPACTION_BATCH: 0.7-1.4 s).
+STOP_SECONDS = 30.0
 
 # A partial answer (the index building) is weighed in fusion by the share of
 # the fragments embedded to this power. At full weight it made answers worse
@@ -96,19 +99,45 @@ class SemanticChannel(ChannelHooks):
         self.wake: Callable[[Callable[[], None]], None] | None = None
         """Runs a job on the writer thread (`on_writer`): how a pause ends by
         itself. Without it (the CLI) a pause ends the build."""
+        self.building_in_place = False
+        """A build on the calling thread (index/building.py), no writer thread
+        beside it: a compaction then runs in the checkpoint that finds it due."""
 
     def on_writer(self, run: Callable[[Callable[[], None]], None]) -> None:
         self.wake = run
+        if self.index is not None:
+            self._give_writer(self.index)
+
+    def _give_writer(self, index: SemanticIndex) -> None:
+        """Let `index` run jobs on the writer thread (its compactions' ends),
+        while it is still this channel's index (an index replaced since has its
+        job dropped: it must not write the folder its successor writes)."""
+        wake = self.wake
+        if wake is None or self.building_in_place:
+            index.writer_jobs = None
+            return
+
+        def run(job: Callable[[], None]) -> None:
+            wake(lambda: job() if self.index is index else None)
+
+        index.writer_jobs = run
 
     def model_unavailable(self, reason: str) -> None:
         self.unavailable = reason
+
+    def writer_stopped(self) -> None:
+        if self.index is not None:
+            self.index.stop_compaction(STOP_SECONDS)
 
     # -- writer thread -----------------------------------------------------
 
     def attach(self, embedder: Embedder, in_slices: bool = False) -> None:
         """Open (or rebuild) the vector index, then plan every note's fragments:
         now, or (`in_slices`, the service) in `work_slice` calls."""
+        if self.index is not None:  # its compaction must not outlive it (its job would be dropped anyway)
+            self.index.stop_compaction(STOP_SECONDS)
         self.index = SemanticIndex(self.directory, embedder)
+        self._give_writer(self.index)
         self.unavailable = None
         if embedder.config.relevance_margin is None:
             log.warning(

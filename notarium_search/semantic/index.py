@@ -19,7 +19,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,7 +111,13 @@ class SemanticIndex:
         self._window: list[Fragment] = []  # of the backlog, shortest first (taken from the end)
         self._dirty = False  # changes not yet checkpointed
         self._since_compaction = 0
-        self._graph_outdated = False  # saved by a build whose graph may strand vectors: rebuilt at the next checkpoint
+        self._compacting: threading.Thread | None = None  # the graph being rebuilt (`_compact_if_due`)
+        self._compaction_failed = False  # not tried again before the next start
+        self._stop_compaction = threading.Event()
+        self.writer_jobs: Callable[[Callable[[], None]], None] | None = None
+        """Runs a job on the writer thread (the channel's `wake`): a compaction
+        then runs in a thread of its own and says so through it. None (the
+        CLI): a compaction runs in the checkpoint that finds it due."""
         self._since_checkpoint = 0
         self._checkpoint_seconds = 0.0  # how long the last checkpoint took to save
         self.progress = SemanticProgress()
@@ -163,7 +169,9 @@ class SemanticIndex:
             return
         try:
             # Mapped, in the writer too: its first change copies them into memory.
-            store = VectorStore.load(self._vector_path(generation), self.embedder.config.dim, checksum, view=True)
+            store = VectorStore.load(
+                self._vector_path(generation), self.embedder.config.dim, checksum, view=True, graph=graph
+            )
         except VectorStoreCorrupt as exc:
             self._reset(f"vector index corrupt ({exc}): rebuilding from the notes")
             return
@@ -171,9 +179,8 @@ class SemanticIndex:
         self.calibration = calibration
         self._dirty = False
         if graph != GRAPH_BUILD and not self.read_only:
-            # Vectors kept, graph rebuilt from them at the first checkpoint (vector_store.GRAPH_BUILD).
+            # The vectors are kept; their graph is rebuilt at the first checkpoint (vector_store.GRAPH_BUILD).
             log.info("vector_graph_outdated", directory=str(self.directory), graph=graph, wanted=GRAPH_BUILD)
-            self._graph_outdated = self._dirty = True
 
     def _writable(self) -> FragmentTable:
         """The writer's table (a follower never changes its own)."""
@@ -196,17 +203,12 @@ class SemanticIndex:
     def checkpoint(self) -> None:
         """Persist the vectors and the manifest that names them (see module doc).
         Nothing is written when nothing changed since the last checkpoint."""
-        if not self._dirty or self.read_only:
+        if self.read_only:
+            return
+        self._compact_if_due()
+        if not self._dirty:
             return
         self.directory.mkdir(parents=True, exist_ok=True)  # deleted under the service: written anew
-        # Outside `_lock`: searches go on with the old graph while the new one
-        # is built (seconds to a minute at 100,000 vectors); only this thread
-        # adds and removes. Left out of the save's duration, which spaces out
-        # the next checkpoints: rare, and not growing build after build.
-        if self._graph_outdated or (self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction()):
-            self.store.compact()
-            self._since_compaction = 0
-            self._graph_outdated = False
         with self._lock:
             started = time.monotonic()
             generation = self.generation + 1
@@ -214,7 +216,8 @@ class SemanticIndex:
             # just written, shared with the followers (vector_store.py).
             checksum = self.store.save(self._vector_path(generation), view=not self._pending_count)
         # Encoded outside the lock (searches go on): only this thread changes the records.
-        manifest = encode(self.fingerprint, generation, checksum, self.notes, self.calibration, GRAPH_BUILD)
+        # How the graph saved was built (a compaction may have ended since the save).
+        manifest = encode(self.fingerprint, generation, checksum, self.notes, self.calibration, self.store.saved_graph)
         write_atomic(self._manifest_path, manifest)
         self._vector_path(self.generation).unlink(missing_ok=True)
         self.generation = generation
@@ -223,6 +226,76 @@ class SemanticIndex:
         self._since_checkpoint = 0
         self.progress.last_checkpoint = time.monotonic()
         self._checkpoint_seconds = self.progress.last_checkpoint - started
+
+    def _compact_if_due(self) -> None:
+        """Rebuild the graph from its vectors when a quarter of it is removed
+        vectors, or when it was built in a way that strands some
+        (vector_store.GRAPH_BUILD): 155 s at 111,091 vectors, so in a thread
+        of its own when there is a writer thread to tell (`writer_jobs`),
+        searches, adds and removes going on meanwhile (VectorStore.compact).
+        Left out of the save's duration, which spaces out the next checkpoints."""
+        if self._compacting is not None or self._compaction_failed:
+            return
+        if self.store.graph == GRAPH_BUILD and not (
+            self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction()
+        ):
+            return
+        self._since_compaction = 0
+        store, jobs = self.store, self.writer_jobs
+        if jobs is None:
+            self._dirty = self._compact(store) or self._dirty
+            return
+
+        def compact() -> None:
+            try:
+                done = self._compact(store)
+            except Exception:  # memory, a native error: the old graph serves on
+                log.exception("vector_compaction_failed", directory=str(self.directory))
+                jobs(lambda: self._compacted(store, done=False))
+            else:
+                if done:
+                    jobs(lambda: self._compacted(store, done=True))
+
+        self._compacting = threading.Thread(target=compact, name="vector-compaction", daemon=True)
+        self._compacting.start()
+
+    def _compact(self, store: VectorStore) -> bool:
+        """Whether the graph was rebuilt (not stopped first: `stop_compaction`)."""
+        started, tombstones, graph = time.monotonic(), store.tombstones, store.graph
+        if not store.compact(self._stop_compaction):
+            log.info("vector_compaction_stopped", directory=str(self.directory))
+            return False
+        log.info(
+            "vector_graph_rebuilt",
+            directory=str(self.directory),
+            vectors=len(store),
+            tombstones=tombstones,
+            graph_was=graph,
+            seconds=round(time.monotonic() - started, 2),
+        )
+        return True
+
+    def stop_compaction(self, timeout: float) -> None:
+        """Stop a compaction's thread and wait for it (the old graph stays,
+        as saved): the writer stops. A process that exits while usearch
+        inserts is aborted (SIGABRT) by usearch's C++ runtime."""
+        self._stop_compaction.set()
+        thread = self._compacting
+        if thread is not None:
+            thread.join(timeout)
+
+    def _compacted(self, store: VectorStore, done: bool) -> None:
+        """On the writer thread, once the compaction's thread has ended: save the new graph."""
+        self._compacting = None
+        self._compaction_failed = not done
+        if done and store is self.store:
+            self._dirty = True
+            self.checkpoint()
+
+    @property
+    def compacting(self) -> bool:
+        """Whether a compaction's thread is rebuilding the graph."""
+        return self._compacting is not None
 
     def save_again(self) -> None:
         """Write the vectors held in memory anew (their folder was deleted)."""

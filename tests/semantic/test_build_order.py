@@ -4,19 +4,23 @@ records each call."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import threading
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from notarium_search.notes.parse import parse_note
 from notarium_search.semantic import index as vector_index
+from notarium_search.semantic import vector_store
 from notarium_search.semantic.chunking import chunk_note
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.types import ParsedNote
-from tests.conftest import HashEmbedder
+from tests.conftest import WAIT_SECONDS, HashEmbedder, eventually
 
 MTIME = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -130,3 +134,104 @@ def test_checkpoints_come_every_checkpoint_fragments_when_they_are_cheap(
     index.embed_pending(4)
     index.embed_pending(4)
     assert index.generation == 2
+
+
+def held_graph_builds(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """(building, release): a compaction's first insert into its new graph
+    sets `building` and waits for `release`."""
+    building, release = threading.Event(), threading.Event()
+    made = vector_store._new_index
+
+    def held_index(dim: int) -> Any:
+        index = made(dim)
+        add = index.add
+
+        def held_add(*args: Any, **kwargs: Any) -> Any:
+            if not building.is_set():
+                building.set()
+                assert release.wait(WAIT_SECONDS)
+            return add(*args, **kwargs)
+
+        index.add = held_add  # type: ignore[method-assign]
+        return index
+
+    monkeypatch.setattr(vector_store, "_new_index", held_index)
+    return building, release
+
+
+def embedded_index(tmp_path: Path, embedder: RecordingEmbedder, notes: list[ParsedNote]) -> SemanticIndex:
+    """Their vectors saved, as a version before GRAPH_BUILD saved them (its
+    manifest names no graph), and opened again: due for a rebuild."""
+    index = SemanticIndex(tmp_path / "vectors", embedder)
+    index.plan(notes)
+    index.embed_pending(100)
+    index.checkpoint()
+    manifest = json.loads((tmp_path / "vectors" / "vectors.json").read_bytes())
+    assert manifest.pop("graph") == vector_store.GRAPH_BUILD
+    (tmp_path / "vectors" / "vectors.json").write_text(json.dumps(manifest))
+    index = SemanticIndex(tmp_path / "vectors", embedder)
+    assert index.store.graph == ""
+    return index
+
+
+def test_a_compaction_runs_in_its_thread_while_the_writer_goes_on_and_is_saved_on_the_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a writer thread to tell (`writer_jobs`), the graph is rebuilt in
+    a thread of its own: the checkpoint that starts it returns; while its new
+    graph is held, searches, a note's removal and a new note's embedding go
+    on; the rebuilt graph holds them, and is saved by the job it hands the
+    writer, the manifest naming it only then."""
+    embedder = RecordingEmbedder()
+    notes = short_and_long(13)
+    index = embedded_index(tmp_path, embedder, notes[:12])
+    jobs: list[Callable[[], None]] = []
+    index.writer_jobs = jobs.append
+    building, release = held_graph_builds(monkeypatch)
+    index.checkpoint()  # starts the compaction, and returns
+    assert building.wait(WAIT_SECONDS)
+    assert index.compacting
+    assert index.nearest(embedder.embed_query(notes[3].text), 1)[0][0] == notes[3].id
+    index.plan([notes[12]], deleted=[notes[3].id])
+    index.embed_pending(100)
+    index.checkpoint()  # a save of the old graph, named as such (no name)
+    assert "graph" not in json.loads((tmp_path / "vectors" / "vectors.json").read_bytes())
+    release.set()
+    eventually(lambda: len(jobs) == 1)
+    assert index.compacting  # until the writer runs the job
+    jobs[0]()
+    assert not index.compacting
+    saved = json.loads((tmp_path / "vectors" / "vectors.json").read_bytes())
+    assert saved["graph"] == vector_store.GRAPH_BUILD
+    assert notes[3].id not in saved["notes"]
+    assert notes[12].id in saved["notes"]
+    assert index.store.tombstones <= 1  # the 12 notes' graph rebuilt; the replayed removal's own
+    kept = [n for n in notes if n.id != notes[3].id]
+    assert [n.id for n in kept if index.nearest(embedder.embed_query(n.text), 1)[0][0] != n.id] == []
+
+
+def test_a_stopping_writer_stops_its_compaction_and_keeps_the_old_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that exits while usearch inserts is aborted by its C++
+    runtime (SIGABRT): the writer's stop ends the compaction's thread at its
+    next batch, nothing is handed to the writer, the manifest still names the
+    old graph (rebuilt at the next start)."""
+    embedder = RecordingEmbedder()
+    notes = short_and_long(12)
+    index = embedded_index(tmp_path, embedder, notes)
+    jobs: list[Callable[[], None]] = []
+    index.writer_jobs = jobs.append
+    building, release = held_graph_builds(monkeypatch)
+    monkeypatch.setattr(vector_store, "COMPACTION_BATCH", 4)
+    index.checkpoint()
+    assert building.wait(WAIT_SECONDS)
+    thread = index._compacting
+    assert thread is not None
+    release.set()  # the first batch goes in; the stop is seen before the second
+    index.stop_compaction(WAIT_SECONDS)
+    assert not thread.is_alive()
+    assert jobs == []
+    assert index.store.graph == ""
+    assert "graph" not in json.loads((tmp_path / "vectors" / "vectors.json").read_bytes())
+    assert [n.id for n in notes if index.nearest(embedder.embed_query(n.text), 1)[0][0] != n.id] == []

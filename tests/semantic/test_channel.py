@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from litestar.testing import TestClient
 from notarium_search.api.app import create_app
 from notarium_search.errors import ChannelUnavailable
 from notarium_search.lexical import search as lexical
+from notarium_search.semantic import vector_store
 from notarium_search.semantic.channel import PLANNING
 from notarium_search.semantic.chunking import chunk_note
 from notarium_search.semantic.embedding import load_embedder
@@ -26,6 +28,7 @@ from notarium_search.semantic.follower import FollowedSemanticChannel
 from notarium_search.service import Service
 from notarium_search.types import ChannelQuery, ChannelState, ChannelStatus, FeedFilter
 from tests.conftest import WAIT_SECONDS, HashEmbedder, Vault, build_semantic, eventually, ids, models_dir
+from tests.semantic.test_build_order import held_graph_builds
 
 NO_FILTER = FeedFilter()
 # The query-embedding deadline of tests that are not about it (the default is 300 ms):
@@ -185,9 +188,9 @@ def test_a_graph_saved_by_a_build_that_strands_vectors_is_rebuilt_from_them(vaul
     service.stop()
 
 
-def test_a_served_writer_rebuilds_an_outdated_graph_at_start(vault: Vault):
-    """The same, as a service starts: the writer's start (nothing to embed)
-    saves the rebuilt graph, the vectors the pack made before."""
+def vectors_of_before_graph_build(vault: Vault) -> tuple[Path, dict[str, Any]]:
+    """Three notes embedded by the minilm pack, their manifest as a version
+    before vector_store.GRAPH_BUILD wrote it (no graph named): its path and JSON."""
     pack = models_dir() / "all-minilm-l6-v2-int8"
     for i, topic in enumerate(["résilience", "jardin", "marée"]):
         vault.write(f"n{i}.md", long_note(f"n{i}", topic, paragraphs=4))
@@ -198,6 +201,15 @@ def test_a_served_writer_rebuilds_an_outdated_graph_at_start(vault: Vault):
     manifest = json.loads(manifest_path.read_bytes())
     del manifest["graph"]
     manifest_path.write_text(json.dumps(manifest))
+    return manifest_path, manifest
+
+
+def test_a_served_writer_rebuilds_an_outdated_graph_at_start(vault: Vault):
+    """The same, as a service starts: the writer's start (nothing to embed)
+    rebuilds the graph in a thread of its own, then saves it, with the
+    vectors the pack made before."""
+    manifest_path, manifest = vectors_of_before_graph_build(vault)
+    pack = models_dir() / "all-minilm-l6-v2-int8"
     service = Service(vault.settings(watch=False, vector_search=True, model_dir=pack))
     service.start()
     try:
@@ -207,6 +219,33 @@ def test_a_served_writer_rebuilds_an_outdated_graph_at_start(vault: Vault):
         assert rebuilt["generation"] == manifest["generation"] + 1
     finally:
         service.stop()
+
+
+def test_a_service_stopped_during_a_graph_rebuild_stops_it(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """A process exiting while usearch inserts is aborted (SIGABRT): the
+    service's stop ends the rebuild's thread (SpaceWriter.stop →
+    `writer_stopped`), which leaves the manifest as it was."""
+    manifest_path, manifest = vectors_of_before_graph_build(vault)
+    building, release = held_graph_builds(monkeypatch)
+    monkeypatch.setattr(vector_store, "COMPACTION_BATCH", 2)
+    pack = models_dir() / "all-minilm-l6-v2-int8"
+    service = Service(vault.settings(watch=False, vector_search=True, model_dir=pack))
+    service.start()
+    stopping = threading.Thread(target=service.stop)
+    try:
+        assert building.wait(WAIT_SECONDS)
+        (rebuild,) = [t for t in threading.enumerate() if t.name == "vector-compaction"]
+        semantic = service.spaces["notes"].semantic
+        assert semantic is not None
+        assert semantic.index is not None
+        stopping.start()
+        eventually(semantic.index._stop_compaction.is_set)  # the stop asks the rebuild to end...
+    finally:
+        release.set()  # ...which it does at its next batch
+        stopping.join(WAIT_SECONDS)
+    assert not stopping.is_alive()
+    assert not rebuild.is_alive()
+    assert json.loads(manifest_path.read_bytes()) == manifest
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "delete", "manifest", "record"])

@@ -8,6 +8,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -191,6 +192,55 @@ def test_every_vector_is_reached_by_its_own_query_after_a_build_and_a_compaction
     store.remove(range(0, 2000, 3))
     store.compact()
     assert [key for key in range(2000) if key % 3 and store.search(vectors[key], 1)[0][0] != key] == []
+
+
+def test_adds_and_removes_go_on_while_a_compaction_builds_and_reach_its_graph(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+):
+    """The new graph's build is held: meanwhile an add and a remove return,
+    searches see them in the old graph, and the new graph has them once it
+    replaces the old one (VectorStore.compact's replay)."""
+    vectors = random_vectors(rng, 303)
+    store = filled(vectors[:300])
+    store.remove(range(0, 100))
+    store.graph = "older"  # as a store loaded from a manifest of before GRAPH_BUILD
+    building, release = threading.Event(), threading.Event()
+    made = vector_store._new_index
+
+    def held_index(dim: int) -> Any:
+        index = made(dim)
+        add = index.add
+
+        def held_add(*args: Any, **kwargs: Any) -> Any:
+            if not building.is_set():
+                building.set()
+                assert release.wait(WAIT_SECONDS)
+            return add(*args, **kwargs)
+
+        index.add = held_add  # type: ignore[method-assign]
+        return index
+
+    monkeypatch.setattr(vector_store, "_new_index", held_index)
+    compaction = threading.Thread(target=store.compact)
+    compaction.start()
+    assert building.wait(WAIT_SECONDS)
+    store.add(np.array([300, 301, 150], dtype=np.uint64), np.vstack([vectors[300], vectors[301], vectors[302]]))
+    store.remove([200, 301])
+    assert store.search(vectors[300], 1)[0][0] == 300  # in the old graph
+    assert store.tombstones > 0
+    assert store.graph == "older"
+    release.set()
+    compaction.join(WAIT_SECONDS)
+    assert not compaction.is_alive()
+    assert store.graph == vector_store.GRAPH_BUILD
+    assert store.tombstones <= 3  # the new graph: the 100 removed before are gone; only the replay's own are left
+    assert len(store) == 200
+    assert 200 not in store
+    assert 301 not in store
+    assert store.search(vectors[300], 1)[0][0] == 300
+    assert store.search(vectors[302], 1)[0][0] == 150  # 150's new vector, replayed
+    np.testing.assert_allclose(store.vectors([150])[0], vectors[302], atol=1e-3)
+    assert [k for k in range(101, 300) if k not in (150, 200) and store.search(vectors[k], 1)[0][0] != k] == []
 
 
 def test_a_viewed_store_is_copied_into_memory_before_it_changes_and_never_writes_its_file(
