@@ -19,7 +19,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from notarium_search.logsetup import get_logger
 from notarium_search.semantic.chunking import CHUNKING_FINGERPRINT, chunk_note
+from notarium_search.semantic.compaction import GraphRebuild, WriterJobs
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.semantic.manifest import (
     FragmentTable,
@@ -111,10 +112,8 @@ class SemanticIndex:
         self._window: list[Fragment] = []  # of the backlog, shortest first (taken from the end)
         self._dirty = False  # changes not yet checkpointed
         self._since_compaction = 0
-        self._compacting: threading.Thread | None = None  # the graph being rebuilt (`_compact_if_due`)
-        self._compaction_failed = False  # not tried again before the next start
-        self._stop_compaction = threading.Event()
-        self.writer_jobs: Callable[[Callable[[], None]], None] | None = None
+        self._rebuild = GraphRebuild(directory)
+        self.writer_jobs: WriterJobs | None = None
         """Runs a job on the writer thread (the channel's `wake`): a compaction
         then runs in a thread of its own and says so through it. None (the
         CLI): a compaction runs in the checkpoint that finds it due."""
@@ -228,13 +227,11 @@ class SemanticIndex:
         self._checkpoint_seconds = self.progress.last_checkpoint - started
 
     def _compact_if_due(self) -> None:
-        """Rebuild the graph from its vectors when a quarter of it is removed
-        vectors, or when it was built in a way that strands some
-        (vector_store.GRAPH_BUILD): 155 s at 111,091 vectors, so in a thread
-        of its own when there is a writer thread to tell (`writer_jobs`),
-        searches, adds and removes going on meanwhile (VectorStore.compact).
-        Left out of the save's duration, which spaces out the next checkpoints."""
-        if self._compacting is not None or self._compaction_failed:
+        """Rebuild the graph from its vectors (semantic/compaction.py) when a
+        quarter of it is removed vectors, or when it was built in a way that
+        strands some (vector_store.GRAPH_BUILD). Left out of the save's
+        duration, which spaces out the next checkpoints."""
+        if not self._rebuild.may_start:
             return
         if self.store.graph == GRAPH_BUILD and not (
             self._since_compaction >= COMPACT_CHECK_EVERY and self.store.needs_compaction()
@@ -243,59 +240,25 @@ class SemanticIndex:
         self._since_compaction = 0
         store, jobs = self.store, self.writer_jobs
         if jobs is None:
-            self._dirty = self._compact(store) or self._dirty
-            return
+            self._dirty = self._rebuild.now(store) or self._dirty
+        else:
+            self._rebuild.start(store, jobs, lambda rebuilt: self._compacted(store, rebuilt))
 
-        def compact() -> None:
-            try:
-                done = self._compact(store)
-            except Exception:  # memory, a native error: the old graph serves on
-                log.exception("vector_compaction_failed", directory=str(self.directory))
-                jobs(lambda: self._compacted(store, done=False))
-            else:
-                if done:
-                    jobs(lambda: self._compacted(store, done=True))
-
-        self._compacting = threading.Thread(target=compact, name="vector-compaction", daemon=True)
-        self._compacting.start()
-
-    def _compact(self, store: VectorStore) -> bool:
-        """Whether the graph was rebuilt (not stopped first: `stop_compaction`)."""
-        started, tombstones, graph = time.monotonic(), store.tombstones, store.graph
-        if not store.compact(self._stop_compaction):
-            log.info("vector_compaction_stopped", directory=str(self.directory))
-            return False
-        log.info(
-            "vector_graph_rebuilt",
-            directory=str(self.directory),
-            vectors=len(store),
-            tombstones=tombstones,
-            graph_was=graph,
-            seconds=round(time.monotonic() - started, 2),
-        )
-        return True
-
-    def stop_compaction(self, timeout: float) -> None:
-        """Stop a compaction's thread and wait for it (the old graph stays,
-        as saved): the writer stops. A process that exits while usearch
-        inserts is aborted (SIGABRT) by usearch's C++ runtime."""
-        self._stop_compaction.set()
-        thread = self._compacting
-        if thread is not None:
-            thread.join(timeout)
-
-    def _compacted(self, store: VectorStore, done: bool) -> None:
-        """On the writer thread, once the compaction's thread has ended: save the new graph."""
-        self._compacting = None
-        self._compaction_failed = not done
-        if done and store is self.store:
+    def _compacted(self, store: VectorStore, rebuilt: bool) -> None:
+        """On the writer thread, once the rebuild's thread has ended: save the new graph."""
+        self._rebuild.ended(rebuilt)
+        if rebuilt and store is self.store:
             self._dirty = True
             self.checkpoint()
 
+    def stop_compaction(self, timeout: float) -> None:
+        """The writer stops: end a rebuild's thread (GraphRebuild.stop)."""
+        self._rebuild.stop(timeout)
+
     @property
     def compacting(self) -> bool:
-        """Whether a compaction's thread is rebuilding the graph."""
-        return self._compacting is not None
+        """Whether a thread rebuilds the graph."""
+        return self._rebuild.running
 
     def save_again(self) -> None:
         """Write the vectors held in memory anew (their folder was deleted)."""

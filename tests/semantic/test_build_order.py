@@ -226,8 +226,7 @@ def test_a_stopping_writer_stops_its_compaction_and_keeps_the_old_graph(
     monkeypatch.setattr(vector_store, "COMPACTION_BATCH", 4)
     index.checkpoint()
     assert building.wait(WAIT_SECONDS)
-    thread = index._compacting
-    assert thread is not None
+    (thread,) = [t for t in threading.enumerate() if t.name == "vector-compaction"]
     release.set()  # the first batch goes in; the stop is seen before the second
     index.stop_compaction(WAIT_SECONDS)
     assert not thread.is_alive()

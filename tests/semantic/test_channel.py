@@ -239,7 +239,8 @@ def test_a_service_stopped_during_a_graph_rebuild_stops_it(vault: Vault, monkeyp
         assert semantic is not None
         assert semantic.index is not None
         stopping.start()
-        eventually(semantic.index._stop_compaction.is_set)  # the stop asks the rebuild to end...
+        rebuild_state = semantic.index._rebuild
+        eventually(lambda: rebuild_state.stopping)  # the stop asks the rebuild to end...
     finally:
         release.set()  # ...which it does at its next batch
         stopping.join(WAIT_SECONDS)
