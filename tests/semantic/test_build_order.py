@@ -9,7 +9,6 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from notarium_search.semantic.chunking import chunk_note
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.types import ParsedNote
 from tests.conftest import WAIT_SECONDS, HashEmbedder, eventually
+from tests.semantic.held_graph import held_graph_builds
 
 MTIME = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -134,29 +134,6 @@ def test_checkpoints_come_every_checkpoint_fragments_when_they_are_cheap(
     index.embed_pending(4)
     index.embed_pending(4)
     assert index.generation == 2
-
-
-def held_graph_builds(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
-    """(building, release): a compaction's first insert into its new graph
-    sets `building` and waits for `release`."""
-    building, release = threading.Event(), threading.Event()
-    made = vector_store._new_index
-
-    def held_index(dim: int) -> Any:
-        index = made(dim)
-        add = index.add
-
-        def held_add(*args: Any, **kwargs: Any) -> Any:
-            if not building.is_set():
-                building.set()
-                assert release.wait(WAIT_SECONDS)
-            return add(*args, **kwargs)
-
-        index.add = held_add  # type: ignore[method-assign]
-        return index
-
-    monkeypatch.setattr(vector_store, "_new_index", held_index)
-    return building, release
 
 
 def embedded_index(tmp_path: Path, embedder: RecordingEmbedder, notes: list[ParsedNote]) -> SemanticIndex:

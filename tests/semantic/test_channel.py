@@ -28,7 +28,7 @@ from notarium_search.semantic.follower import FollowedSemanticChannel
 from notarium_search.service import Service
 from notarium_search.types import ChannelQuery, ChannelState, ChannelStatus, FeedFilter
 from tests.conftest import WAIT_SECONDS, HashEmbedder, Vault, build_semantic, eventually, ids, models_dir
-from tests.semantic.test_build_order import held_graph_builds
+from tests.semantic.held_graph import held_graph_builds
 
 NO_FILTER = FeedFilter()
 # The query-embedding deadline of tests that are not about it (the default is 300 ms):

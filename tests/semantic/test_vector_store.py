@@ -8,7 +8,6 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +17,7 @@ from notarium_search.semantic import vector_file, vector_store
 from notarium_search.semantic.vector_file import VectorStoreCorrupt
 from notarium_search.semantic.vector_store import EXACT_SEARCH_MAX, VectorStore
 from tests.conftest import WAIT_SECONDS
+from tests.semantic.held_graph import held_graph_builds
 
 DIM = 32
 Vectors = npt.NDArray[np.float32]
@@ -204,23 +204,7 @@ def test_adds_and_removes_go_on_while_a_compaction_builds_and_reach_its_graph(
     store = filled(vectors[:300])
     store.remove(range(0, 100))
     store.graph = "older"  # as a store loaded from a manifest of before GRAPH_BUILD
-    building, release = threading.Event(), threading.Event()
-    made = vector_store._new_index
-
-    def held_index(dim: int) -> Any:
-        index = made(dim)
-        add = index.add
-
-        def held_add(*args: Any, **kwargs: Any) -> Any:
-            if not building.is_set():
-                building.set()
-                assert release.wait(WAIT_SECONDS)
-            return add(*args, **kwargs)
-
-        index.add = held_add  # type: ignore[method-assign]
-        return index
-
-    monkeypatch.setattr(vector_store, "_new_index", held_index)
+    building, release = held_graph_builds(monkeypatch)
     compaction = threading.Thread(target=store.compact)
     compaction.start()
     assert building.wait(WAIT_SECONDS)
