@@ -50,7 +50,7 @@ class GraphRebuild:
 
     @property
     def may_start(self) -> bool:
-        return self._thread is None and not self._failed and not self._stop.is_set()
+        return self._thread is None and not self._failed and not self.stopping
 
     def now(self, store: VectorStore) -> bool:
         """Rebuild on this thread; whether it was rebuilt (not stopped first)."""

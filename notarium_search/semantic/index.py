@@ -238,16 +238,15 @@ class SemanticIndex:
         ):
             return
         self._since_compaction = 0
-        store, jobs = self.store, self.writer_jobs
-        if jobs is None:
-            self._dirty = self._rebuild.now(store) or self._dirty
+        if self.writer_jobs is None:
+            self._dirty = self._rebuild.now(self.store) or self._dirty
         else:
-            self._rebuild.start(store, jobs, lambda rebuilt: self._compacted(store, rebuilt))
+            self._rebuild.start(self.store, self.writer_jobs, self._compacted)
 
-    def _compacted(self, store: VectorStore, rebuilt: bool) -> None:
+    def _compacted(self, rebuilt: bool) -> None:
         """On the writer thread, once the rebuild's thread has ended: save the new graph."""
         self._rebuild.ended(rebuilt)
-        if rebuilt and store is self.store:
+        if rebuilt:
             self._dirty = True
             self.checkpoint()
 
