@@ -42,6 +42,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec.structs
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 import notarium_search.semantic  # noqa: F401 - onnxruntime must be imported before usearch
@@ -267,7 +269,7 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
         seeds = merge(results, GRAPH_SEEDS)
         started = time.perf_counter()
         channels.append(space.graph)
-        results.append(space.graph.search(replace(asked, seeds=tuple(hit.note for hit in seeds))))
+        results.append(space.graph.search(msgspec.structs.replace(asked, seeds=tuple(hit.note for hit in seeds))))
         graph_ms.append(elapsed_ms(started))
         rankings = {r.channel: [h.note_id for h in r.hits] for r in results if r.hits}
         scores = {r.channel: [h.score for h in r.hits] for r in results if r.hits}

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
 
 from notarium_search import typed_filters
 from notarium_search.channel import Channel

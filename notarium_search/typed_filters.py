@@ -25,8 +25,10 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+from msgspec.structs import replace
 
 from notarium_search.errors import InvalidFilter
 from notarium_search.types import FeedFilter, TypedFilter

@@ -1,7 +1,7 @@
 """Types passed between pipeline stages.
 
 Leaf module: imports nothing from the package. Every stage (scan, parse,
-index, search, API) exchanges these frozen dataclasses, so a change of shape
+index, search, API) exchanges these frozen records, so a change of shape
 is visible in one place.
 """
 
@@ -13,12 +13,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+import msgspec
+
 # What /status says while any channel of a space builds.
 BUILDING_MESSAGE = "Building search index…"
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFile:
+class SourceFile(msgspec.Struct, frozen=True):
     """A candidate note found by the scanner (no content read yet)."""
 
     path: str  # POSIX, relative to the space root (a note's `path`)
@@ -30,8 +31,7 @@ class SourceFile:
     birth_ns: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class WikiLink:
+class WikiLink(msgspec.Struct, frozen=True):
     """An outgoing `[[target#heading|alias]]` link as written in the note."""
 
     target: str
@@ -39,8 +39,7 @@ class WikiLink:
     alias: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NoteSummary:
+class NoteSummary(msgspec.Struct, frozen=True):
     """A note as returned to clients (stored fields, no body). The fields every
     note-shaped type shares are declared here once: `ParsedNote` adds what is
     read from the body, `bodies.NoteOut` is their JSON shape."""
@@ -60,8 +59,7 @@ class NoteSummary:
     updated_from: str = "file"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ParsedNote(NoteSummary):
+class ParsedNote(NoteSummary, frozen=True, kw_only=True):
     """Everything the indexes need from one note; produced by `parse`. Its
     `path` is POSIX and relative to the space root; its dates are always
     timezone-aware, and `folder` is "" for the space root."""
@@ -72,22 +70,20 @@ class ParsedNote(NoteSummary):
     warnings: tuple[str, ...] = ()
     sections: tuple[tuple[int, int, str], ...] = ()  # (offset in text, level, heading), in order
     code_blocks: tuple[tuple[int, int], ...] = ()  # [start, end) of fenced code blocks in text
-    frontmatter: Mapping[str, Any] = field(default_factory=dict)  # JSON-safe, bounded (parse.clean_frontmatter)
+    frontmatter: Mapping[str, Any] = msgspec.field(default_factory=dict)  # JSON-safe, bounded (parse.clean_frontmatter)
     collections: tuple[str, ...] = ()  # set by the indexer from the space's collections
     chunking: str = "paragraph"  # fragment mode of the note's collection (chunking.CHUNKING_MODES)
     lines: tuple[tuple[int, int, int], ...] = ()  # (offset in text, file line, column) per line: notes/location.py
 
 
-@dataclass(frozen=True, slots=True)
-class TextRange:
+class TextRange(msgspec.Struct, frozen=True):
     """A highlighted range, in Python string (code point) offsets."""
 
     start: int
     end: int
 
 
-@dataclass(frozen=True, slots=True)
-class Snippet:
+class Snippet(msgspec.Struct, frozen=True):
     text: str
     highlights: tuple[TextRange, ...]
     html: str
@@ -97,8 +93,7 @@ class Snippet:
     column: int | None = None  # 1-based column there (markup removed before it on that line may shift it)
 
 
-@dataclass(frozen=True, slots=True)
-class KnownName:
+class KnownName(msgspec.Struct, frozen=True):
     """The query names the note: it is one of the note's names (or, while the
     last word is typed, the start of one) once case, accents, punctuation and
     a ".md" suffix are folded away. Such notes come before every other hit,
@@ -136,8 +131,7 @@ class ChannelHit:
             raise ValueError("a channel hit needs its note or its note id")
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelResult:
+class ChannelResult(msgspec.Struct, frozen=True):
     """A channel's ranked answer (rank 1 first) plus its diagnostics."""
 
     channel: str
@@ -149,8 +143,7 @@ class ChannelResult:
     unanswered: str | None = None  # why the channel could not answer this query (graph: its writer did not)
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelQuery:
+class ChannelQuery(msgspec.Struct, frozen=True):
     """What every channel is asked: the same shape for each, so that the
     service drives them alike. A channel reads the fields it has a use for."""
 
@@ -163,8 +156,7 @@ class ChannelQuery:
     seeds: tuple[NoteSummary, ...] = ()  # for a channel that needs "seeds": the others' best notes, fused
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelTrace:
+class ChannelTrace(msgspec.Struct, frozen=True):
     """One channel's part in a fused score."""
 
     rank: int  # 1-based rank of the note in the channel
@@ -174,13 +166,12 @@ class ChannelTrace:
     language: str | None = None  # lexical, in a space of several languages: the one the note matched in
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
+class SearchHit(msgspec.Struct, frozen=True):
     note: NoteSummary
     score: float
     snippets: tuple[Snippet, ...]
     channels: dict[str, int]  # channel name -> 1-based rank in that channel
-    trace: dict[str, ChannelTrace] = field(default_factory=dict)  # contributions sum to score
+    trace: dict[str, ChannelTrace] = msgspec.field(default_factory=dict)  # contributions sum to score
     reason: str | None = None  # graph channel: "linked from: …"
     open_url: str | None = None  # opens the note in its editor (the space's open_url template)
     known: str | None = None  # the note's name the query is (KnownName.name), if any
@@ -190,8 +181,7 @@ class SearchHit:
         return next((s for s in self.snippets if s.at >= 0), None)
 
 
-@dataclass(frozen=True, slots=True)
-class TypedFilter:
+class TypedFilter(msgspec.Struct, frozen=True):
     """A filter typed in the query (`tag:x`, `-tag:x`, `folder:x`, `path:x`,
     `file:x`, `section:x`, `after:…`, `before:…`, `created-after:…`,
     `created-before:…`; typed_filters.py): its name and value, for clients to show."""
@@ -200,8 +190,7 @@ class TypedFilter:
     value: str
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResponse:
+class SearchResponse(msgspec.Struct, frozen=True):
     query: str
     results: tuple[SearchHit, ...]
     channels_used: tuple[str, ...]
@@ -209,12 +198,12 @@ class SearchResponse:
     unmatched_terms: tuple[str, ...]
     partial: bool  # the space was still indexing: answered from what is committed
     took_ms: float
-    caveats: dict[str, str] = field(default_factory=dict)  # channel -> why its answer counts less for this query
+    # channel -> why its answer counts less for this query
+    caveats: dict[str, str] = msgspec.field(default_factory=dict)
     filters: tuple[TypedFilter, ...] = ()  # typed in the query, in order
 
 
-@dataclass(frozen=True, slots=True)
-class FeedFilter:
+class FeedFilter(msgspec.Struct, frozen=True):
     """Filters shared by search, feed, related and metadata queries; all optional."""
 
     folder: str | None = None
@@ -253,8 +242,7 @@ class FeedFilter:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Activation:
+class Activation(msgspec.Struct, frozen=True):
     """One recorded use of a note (notes/activation.py)."""
 
     where: str
@@ -262,8 +250,7 @@ class Activation:
     dated: bool  # whether the date was written in the entry
 
 
-@dataclass(frozen=True, slots=True)
-class NoteRecord:
+class NoteRecord(msgspec.Struct, frozen=True):
     """A note's metadata as structured queries return it."""
 
     note: NoteSummary
@@ -272,15 +259,13 @@ class NoteRecord:
     activations: tuple[Activation, ...]  # newest first
 
 
-@dataclass(frozen=True, slots=True)
-class NotesPage:
+class NotesPage(msgspec.Struct, frozen=True):
     items: tuple[NoteRecord, ...]
     next_cursor: str | None
     partial: bool
 
 
-@dataclass(frozen=True, slots=True)
-class NoteLink:
+class NoteLink(msgspec.Struct, frozen=True):
     """An outgoing wiki-link as written, and the note it resolves to."""
 
     target: str
@@ -289,8 +274,7 @@ class NoteLink:
     note: NoteSummary | None  # None: dangling (no note of that name)
 
 
-@dataclass(frozen=True, slots=True)
-class NoteDetail:
+class NoteDetail(msgspec.Struct, frozen=True):
     record: NoteRecord
     links: tuple[NoteLink, ...]  # resolved outgoing links, in order
     dangling: tuple[NoteLink, ...]  # outgoing links to no note
@@ -300,16 +284,15 @@ class NoteDetail:
     open_url: str | None = None  # opens the note in its editor (the space's open_url template)
 
 
-@dataclass(frozen=True, slots=True)
-class FeedPage:
+class FeedPage(msgspec.Struct, frozen=True):
     items: tuple[NoteSummary, ...]
     next_cursor: str | None
     partial: bool
     filters: tuple[TypedFilter, ...] = ()  # typed in the query, in order
     # Per note id: where the words occur, or the note's opening lines.
-    excerpts: Mapping[str, Snippet] = field(default_factory=dict)
+    excerpts: Mapping[str, Snippet] = msgspec.field(default_factory=dict)
     # Per note id: the link that opens it in its editor, when the space has an open_url.
-    open_urls: Mapping[str, str] = field(default_factory=dict)
+    open_urls: Mapping[str, str] = msgspec.field(default_factory=dict)
 
 
 class IndexState(StrEnum):
@@ -325,8 +308,7 @@ class ChannelState(StrEnum):
     READY = "ready"
 
 
-@dataclass(frozen=True, slots=True)
-class BuildStep:
+class BuildStep(msgspec.Struct, frozen=True):
     """How far `Space.build` has come in one of its stages: "notes" (the
     lexical pass) or "fragments" (embedding). `total` is None until known."""
 
@@ -335,8 +317,7 @@ class BuildStep:
     total: int | None
 
 
-@dataclass(slots=True)
-class IndexProgress:
+class IndexProgress(msgspec.Struct):
     """Mutable progress counters of one indexing run (owned by the writer)."""
 
     state: IndexState = IndexState.BUILDING
@@ -349,12 +330,11 @@ class IndexProgress:
     finished_at: float | None = None
     last_indexed: datetime | None = None
     error: str | None = None
-    changed_ids: set[str] = field(default_factory=set)  # notes (re)indexed this run, for later stages
-    deleted_ids: set[str] = field(default_factory=set)
+    changed_ids: set[str] = msgspec.field(default_factory=set)  # notes (re)indexed this run, for later stages
+    deleted_ids: set[str] = msgspec.field(default_factory=set)
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelStatus:
+class ChannelStatus(msgspec.Struct, frozen=True):
     state: ChannelState
     reason: str | None = None  # why unavailable, or what was repaired
     embedded: int | None = None  # semantic: fragments embedded / total of the current build
@@ -366,8 +346,7 @@ class ChannelStatus:
     dangling: int | None = None  # graph: links whose target is no note
 
 
-@dataclass(frozen=True, slots=True)
-class LexicalStatus:
+class LexicalStatus(msgspec.Struct, frozen=True):
     state: IndexState
     indexed: int  # changed notes processed in the current (or last) run
     total: int  # changed notes to process in that run
@@ -378,8 +357,7 @@ class LexicalStatus:
     repaired: str | None = None  # the index was found damaged and rebuilt from the notes: why
 
 
-@dataclass(frozen=True, slots=True)
-class SkippedNote:
+class SkippedNote(msgspec.Struct, frozen=True):
     """A file of the space that is not in the index, and why (binary, too
     large, set aside after it stopped the indexer…)."""
 
@@ -387,8 +365,7 @@ class SkippedNote:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class SpaceStatus:
+class SpaceStatus(msgspec.Struct, frozen=True):
     space: str
     path: str
     language: str
@@ -398,18 +375,17 @@ class SpaceStatus:
     semantic: ChannelStatus
     graph: ChannelStatus
     message: str | None
-    collections: dict[str, int] = field(default_factory=dict)  # notes per collection
-    languages: dict[str, int] = field(default_factory=dict)  # notes per analyzer language (notes/language.py)
+    collections: dict[str, int] = msgspec.field(default_factory=dict)  # notes per collection
+    languages: dict[str, int] = msgspec.field(default_factory=dict)  # notes per analyzer language (notes/language.py)
     watch: str | None = None  # "watching", "polling every N s (why)" or "off (why)"
     skipped_notes: tuple[SkippedNote, ...] = ()  # the first SKIPPED_SHOWN of `skipped`, by path
     # Every registered channel's status by name, in the space's order (lexical
     # first): `semantic` and `graph` above are two of them, kept for the
     # documented body; a plug-in channel appears here only.
-    channels: dict[str, ChannelStatus] = field(default_factory=dict)
+    channels: dict[str, ChannelStatus] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Fragment:
+class Fragment(msgspec.Struct, frozen=True):
     """A piece of a note embedded as one vector (produced by `chunking`)."""
 
     id: str  # hex digest of the note id and the embedded text: same text, same id
@@ -421,8 +397,7 @@ class Fragment:
     embed_text: str  # title and heading path, then the text (what the model sees)
 
 
-@dataclass(frozen=True, slots=True)
-class Echo:
+class Echo(msgspec.Struct, frozen=True):
     """A note related to another, with the pair of fragments that resonated."""
 
     note: NoteSummary

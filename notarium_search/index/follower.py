@@ -24,8 +24,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
 
 from notarium_search.collector import HEAP
 from notarium_search.index import sharing

@@ -13,10 +13,11 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import tantivy
+from msgspec.structs import replace
 
 from notarium_search.index import parse_ahead
 from notarium_search.index.manifest import Entry, Manifest, intern, named_skipped

@@ -6,8 +6,9 @@ scan.open_note's checks."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from datetime import UTC, datetime
+
+from msgspec.structs import replace
 
 from notarium_search.notes import formats
 from notarium_search.notes.collection import CollectionRules

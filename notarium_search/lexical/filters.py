@@ -14,9 +14,9 @@ scan of the term dictionary, not of the notes' text.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 
 import tantivy
+from msgspec.structs import replace
 from tantivy import Occur, Query
 
 from notarium_search.errors import InvalidFilter

@@ -4,8 +4,9 @@ and the activations window. Reads the lexical index only."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
+
+from msgspec.structs import replace
 
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.cursor import CursorCodec

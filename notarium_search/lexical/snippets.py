@@ -23,8 +23,10 @@ import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
+
+from msgspec.structs import replace
 
 from notarium_search.lexical import analysis
 from notarium_search.lexical.analysis import Analyzers

@@ -19,8 +19,10 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from notarium_search.channel import ChannelHooks
 from notarium_search.errors import ChannelUnavailable

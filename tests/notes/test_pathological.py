@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from msgspec.structs import replace
 
 from notarium_search.graph.links import normalise
 from notarium_search.lexical import analysis
