@@ -18,7 +18,8 @@ fused score.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from notarium_search.settings import FusionConfig
 from notarium_search.types import ChannelHit, ChannelResult, ChannelTrace, NoteSummary, SearchHit, Snippet
@@ -40,15 +41,13 @@ PHRASE_DEPTH = 20
 GRAPH_SEEDS = 10
 
 
-@dataclass(frozen=True, slots=True)
-class Contribution:
+class Contribution(msgspec.Struct, frozen=True):
     rank: int  # 1-based rank in the channel
     amount: float  # what it adds to the fused score: weight * modulation / (k + rank)
     modulation: float = 1.0  # floor + (1 - floor) * normalised own score
 
 
-@dataclass(frozen=True, slots=True)
-class Fused:
+class Fused(msgspec.Struct, frozen=True):
     note_id: str
     score: float
     trace: dict[str, Contribution]  # channel → its contribution; sum of scores == score

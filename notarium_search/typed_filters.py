@@ -25,9 +25,9 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 from msgspec.structs import replace
 
 from notarium_search.errors import InvalidFilter
@@ -56,8 +56,7 @@ _STARTS = {"after": "since", "created-after": "created_since"}
 _ENDS = {"before": "until", "created-before": "created_until"}
 
 
-@dataclass(frozen=True, slots=True)
-class TypedQuery:
+class TypedQuery(msgspec.Struct, frozen=True):
     text: str  # the query's words, without the filters
     filters: tuple[TypedFilter, ...]
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+import msgspec
 
 from notarium_search.shared_strings import shared
 from notarium_search.types import ParsedNote, WikiLink
@@ -71,8 +72,7 @@ class WrittenNote(_Named, Protocol):
     def links(self) -> tuple[WikiLink, ...]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class NoteLinks:
+class NoteLinks(msgspec.Struct, frozen=True):
     """What the graph needs of a note: its names and its written links."""
 
     id: str
@@ -89,8 +89,7 @@ class NoteLinks:
         return cls(note.id, note.path, note.title, tuple(note.aliases), tuple(links))
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(msgspec.Struct, frozen=True):
     """An outgoing link: where it resolves (None: dangling) and how it is written."""
 
     target_id: str | None
@@ -99,16 +98,14 @@ class Link:
     alias: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class GraphStats:
+class GraphStats(msgspec.Struct, frozen=True):
     notes: int
     links: int  # written links, resolved or not
     resolved: int
     dangling: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
+class _Entry(msgspec.Struct, frozen=True):
     """What the graph keeps of a note: not its title, aliases or path, only the
     keys made of them (the note's names, hashed), and not its links as written
     (a note's page reads them from its stored note: `outgoing`), only their

@@ -9,23 +9,22 @@ The channel scores a note by the text hits it is linked with:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from notarium_search.graph.links import LinkGraph
 
 Direction = Literal["linked_from", "links_to"]
 
 
-@dataclass(frozen=True, slots=True)
-class Via:
+class Via(msgspec.Struct, frozen=True):
     seed_id: str
     seed_rank: int  # 1-based rank of the seed in the text ranking
     direction: Direction  # "linked_from": the seed links to the hit; "links_to": the hit links to the seed
 
 
-@dataclass(frozen=True, slots=True)
-class GraphHit:
+class GraphHit(msgspec.Struct, frozen=True):
     note_id: str
     score: float
     via: tuple[Via, ...]  # by seed rank

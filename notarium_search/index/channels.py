@@ -16,9 +16,10 @@ writer calls its `follow` at every look (index/follower.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+
+import msgspec
 
 from notarium_search.channel import Channel
 from notarium_search.graph.channel import GraphChannel
@@ -36,8 +37,7 @@ class Role(StrEnum):
     READER = "reader"  # `notarium-search search` beside a service: reads what it wrote, never writes
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelContext:
+class ChannelContext(msgspec.Struct, frozen=True):
     """What a channel is opened with."""
 
     space: str
@@ -55,8 +55,7 @@ class ChannelContext:
 ChannelOpener = Callable[[ChannelContext], Channel | None]
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelPlugin:
+class ChannelPlugin(msgspec.Struct, frozen=True):
     name: str
     open: ChannelOpener
     """The channel of one space, or None when this configuration or role

@@ -13,9 +13,10 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+
+import msgspec
 
 from notarium_search.storage.faults import IndexLocked
 
@@ -90,8 +91,7 @@ def _take(
             sleep(LOCK_POLL_SECONDS)
 
 
-@dataclass(frozen=True, slots=True)
-class Holder:
+class Holder(msgspec.Struct, frozen=True):
     """The process that holds a space's writer lock, as it wrote itself down."""
 
     pid: int

@@ -14,7 +14,6 @@ the notes whose index state is uncertain, and those are redone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -108,11 +107,10 @@ def _stored(path: Path, fingerprint: str, shape: type[_Stored]) -> _Stored | Non
     return stored
 
 
-@dataclass(slots=True)
-class Manifest:
+class Manifest(msgspec.Struct):
     path: Path
     fingerprint: str
-    entries: dict[str, Entry] = field(default_factory=dict)
+    entries: dict[str, Entry] = msgspec.field(default_factory=dict)
     opstamp: int | None = None
     """Tantivy's opstamp of the commit these entries describe: an index whose
     meta.json names an older one (restored, or a file swapped) lost notes."""

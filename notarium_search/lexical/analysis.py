@@ -6,9 +6,9 @@ every open of an index, before any search or write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
+import msgspec
 import tantivy
 from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 
@@ -76,8 +76,7 @@ STEMS_TOKENIZER = "notarium_stems"
 STEMS = TextAnalyzerBuilder(Tokenizer.whitespace()).build()
 
 
-@dataclass(frozen=True, slots=True)
-class Analyzers:
+class Analyzers(msgspec.Struct, frozen=True):
     """The two analyzers of a language and the names a schema refers to them by."""
 
     language: str

@@ -33,8 +33,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
+import msgspec
 import tantivy
 from tantivy import Occur, Query
 
@@ -181,8 +181,7 @@ def starts_words(words: tuple[str, ...], name: str, typing: bool) -> int | None:
     return first
 
 
-@dataclass(frozen=True, slots=True)
-class NameQuery:
+class NameQuery(msgspec.Struct, frozen=True):
     """What a query says as a name: its folded form, and whether its last word is still being typed."""
 
     key: str

@@ -15,8 +15,8 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
 
+import msgspec
 import tantivy
 from tantivy import Occur, Query
 
@@ -37,8 +37,7 @@ _UNIT_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 PROXIMITY_SLOP = 2
 
 
-@dataclass(frozen=True, slots=True)
-class LanguageBoosts:
+class LanguageBoosts(msgspec.Struct, frozen=True):
     """[ranking] boosts whose measured default depends on the space language."""
 
     exact_form: float
@@ -71,8 +70,7 @@ def language_boosts(ranking: RankingConfig, language: str) -> LanguageBoosts:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
+class Term(msgspec.Struct, frozen=True):
     """One query word as indexed: its stem (text field) and folded form (plain field)."""
 
     stem: str | None  # None for a stop word
@@ -80,20 +78,18 @@ class Term:
     surface: str  # what the user typed, for reporting
 
 
-@dataclass(frozen=True, slots=True)
-class Unit:
+class Unit(msgspec.Struct, frozen=True):
     terms: tuple[Term, ...]
     phrase: bool
     excluded: bool
 
 
-@dataclass(frozen=True, slots=True)
-class QueryPlan:
+class QueryPlan(msgspec.Struct, frozen=True):
     """The analysed query; pure data, also used to find matches for snippets."""
 
     units: tuple[Unit, ...]
     prefix: Term | None  # the last word, still being typed
-    positive: tuple[Term, ...] = field(default=())
+    positive: tuple[Term, ...] = ()
     typing: bool = False  # no space or closing quote after the last character: a word may be unfinished
     language: str = "fr"  # whose analyzer made the stems: they match that language's notes
 

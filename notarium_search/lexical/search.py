@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
+import msgspec
 import tantivy
 from tantivy import FieldType, Occur, Order, Query
 
@@ -359,8 +359,7 @@ def _raw_payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> byt
     return raw
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(msgspec.Struct, frozen=True):
     """What a lexical hit keeps to cut its snippets later: its stored note, undecoded, and the query's terms."""
 
     raw: bytes

@@ -23,9 +23,9 @@ import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
-from dataclasses import dataclass
 from typing import NamedTuple
 
+import msgspec
 from msgspec.structs import replace
 
 from notarium_search.lexical import analysis
@@ -68,8 +68,7 @@ class _Match(NamedTuple):
     key: str  # which query term matched, to reward windows with distinct terms
 
 
-@dataclass(frozen=True, slots=True)
-class HighlightTerms:
+class HighlightTerms(msgspec.Struct, frozen=True):
     """What to highlight for one query, computed once and used for every hit."""
 
     stems: frozenset[str]
@@ -108,8 +107,7 @@ class HighlightTerms:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class LanguageTerms:
+class LanguageTerms(msgspec.Struct, frozen=True):
     """A query's terms in each language of the space's notes (lexical/search.py
     analyses it in each): a note is highlighted with its own language's stems,
     as it was matched."""
@@ -339,8 +337,7 @@ def _find_matches(
     return matches, True
 
 
-@dataclass(frozen=True, slots=True)
-class _Scan:
+class _Scan(msgspec.Struct, frozen=True):
     """How to find candidate words for one query (cached per query)."""
 
     starts: tuple[str, ...]  # folded beginnings of the words that may match

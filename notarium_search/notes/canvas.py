@@ -47,9 +47,10 @@ import math
 import posixpath
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from notarium_search.notes import markdown
 from notarium_search.notes.parse import FILE, NotANote, decode_note, file_stem, nfc
@@ -80,8 +81,7 @@ _SURROGATES = re.compile("[\ud800-\udfff]")  # "\ud800" in JSON decodes to a lon
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(frozen=True, slots=True)
-class Card:
+class Card(msgspec.Struct, frozen=True):
     """A node of the canvas, its fields checked. `body`: a text card's
     Markdown, a file card's path, a link card's URL, a group's label."""
 
@@ -115,8 +115,7 @@ class Card:
         return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
+class Edge(msgspec.Struct, frozen=True):
     id: str
     from_node: str
     to_node: str
@@ -125,14 +124,13 @@ class Edge:
     column: int = 1
 
 
-@dataclass(slots=True)
-class Canvas:
+class Canvas(msgspec.Struct):
     """A canvas as read: its cards (groups aside), groups, edges, and what was ignored."""
 
-    cards: list[Card] = field(default_factory=list)
-    groups: list[Card] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    cards: list[Card] = msgspec.field(default_factory=list)
+    groups: list[Card] = msgspec.field(default_factory=list)
+    edges: list[Edge] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     def arranged(self) -> list[tuple[Card | None, list[Card]]]:
         """(group, its cards) in reading order: the cards in no group first
@@ -254,18 +252,17 @@ def _shown_card(card: Card) -> str:
     return card.body
 
 
-@dataclass(slots=True)
-class _Note:
+class _Note(msgspec.Struct):
     """The parsed note's pieces, built card by card."""
 
-    parts: list[str] = field(default_factory=list)
+    parts: list[str] = msgspec.field(default_factory=list)
     size: int = 0
-    sections: list[tuple[int, int, str]] = field(default_factory=list)
-    lines: list[tuple[int, int, int]] = field(default_factory=list)
-    headings: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    links: list[WikiLink] = field(default_factory=list)
-    code_blocks: list[tuple[int, int]] = field(default_factory=list)
+    sections: list[tuple[int, int, str]] = msgspec.field(default_factory=list)
+    lines: list[tuple[int, int, int]] = msgspec.field(default_factory=list)
+    headings: list[str] = msgspec.field(default_factory=list)
+    tags: list[str] = msgspec.field(default_factory=list)
+    links: list[WikiLink] = msgspec.field(default_factory=list)
+    code_blocks: list[tuple[int, int]] = msgspec.field(default_factory=list)
 
     def _start(self, heading: str, level: int, line: int, column: int) -> int:
         """A new section here (after a paragraph break when text precedes it): its offset."""

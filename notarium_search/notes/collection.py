@@ -12,15 +12,15 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from notarium_search.settings import CHUNKING_MODES, CollectionConfig
 
 PARAGRAPH, SECTION = CHUNKING_MODES
 
 
-@dataclass(frozen=True, slots=True)
-class _Rule:
+class _Rule(msgspec.Struct, frozen=True):
     config: CollectionConfig
     pattern: re.Pattern[str]
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+
+import msgspec
 
 from notarium_search.notes.guarded_pattern import GuardedPattern
 from notarium_search.types import WikiLink
@@ -79,8 +80,7 @@ _BLANKS_RE = GuardedPattern(r"[ \t]{2,}|\t", "  ", "\t")
 _MANY_NEWLINES_RE = GuardedPattern(r"\n{3,}", "\n\n\n")
 
 
-@dataclass(frozen=True, slots=True)
-class MarkdownParts:
+class MarkdownParts(msgspec.Struct, frozen=True):
     """What the index needs from a body, from a single pass over it."""
 
     headings: tuple[str, ...]

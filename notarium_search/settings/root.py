@@ -17,9 +17,10 @@ import os
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from notarium_search.settings.declared import IgnoredFolder, RootReading, valid_space_name
 from notarium_search.settings.readers import ConfigError, empty_path, read_path
@@ -35,15 +36,14 @@ FALLBACK_NAME = "vault"
 SHOWN = 3  # notes or folders named in a reason before "…"
 
 
-@dataclass(slots=True)
-class RootListing:
+class RootListing(msgspec.Struct):
     """What is directly in the root: its visible sub-folders, the notes, whether
     it holds `.obsidian/`, and the entries that could not be looked at."""
 
-    folders: list[Path] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    folders: list[Path] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     obsidian: bool = False
-    unreachable: list[IgnoredFolder] = field(default_factory=list)
+    unreachable: list[IgnoredFolder] = msgspec.field(default_factory=list)
 
 
 def name_from(text: str) -> str:
