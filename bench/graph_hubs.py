@@ -29,9 +29,10 @@ import statistics
 import sys
 import tempfile
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -49,6 +49,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec.structs
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import known_baseline
@@ -430,7 +432,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         raise SystemExit(f"unknown modes: {sorted(unknown)}")
     embedder = None
     if "hybrid" in modes:
-        embedder = load_embedder_from(args.model, replace(Settings(spaces=()), vector_search=True))
+        embedder = load_embedder_from(args.model, msgspec.structs.replace(Settings(spaces=()), vector_search=True))
     results: dict[str, Any] = {
         "date": datetime.now(tz=UTC).isoformat(timespec="seconds"),
         "code": code_version(),

@@ -37,7 +37,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -281,7 +281,7 @@ def _measure_fusion_and_graph(built: Built, queries: list[BenchQuery], vectors: 
         merge_ms.append(elapsed_ms(started))
     # The same service, spaces and model with GRAPH_BOOST on, then back off.
     settings = service.settings
-    service.settings, space.graph.enabled = replace(settings, graph_boost=True), True
+    service.settings, space.graph.enabled = msgspec.structs.replace(settings, graph_boost=True), True
     hybrid_graph_ms = []
     try:
         for query in queries:

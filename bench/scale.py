@@ -27,7 +27,6 @@ measures fragments/s (`--fresh-vectors` re-embeds every size).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shutil
 import sys
@@ -38,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import numpy as np
 
 from bench import fts5_compare, scale_http, scale_report
@@ -86,7 +86,7 @@ EVAL_COLLECTIONS = ("piaf-fr", "cranfield")
 QUALITY_QUERIES = {False: None, True: 200}  # per collection: all of them / the first by id with --quick
 SECONDS_PER_CLIENT_RUN = {False: 10.0, True: 2.0}  # full run / --quick
 CEILING_FRAGMENTS = {False: 300, True: 8}  # fragments timed through the raw model and our embedder
-DEFAULT_QUERY_EMBED_TIMEOUT_MS = Settings.__dataclass_fields__["query_embed_timeout_ms"].default
+DEFAULT_QUERY_EMBED_TIMEOUT_MS = Settings().query_embed_timeout_ms
 
 
 def run_size(notes: int, args: argparse.Namespace, corpora: Corpora, plan: Plan, embedder: Embedder) -> dict[str, Any]:
@@ -171,7 +171,7 @@ def _fts5_phase(settings: Settings, work: Path, queries: list[BenchQuery], plan:
 def _semantic_phase(
     settings: Settings, embedder: Embedder, model_dir: Path, queries: list[BenchQuery], plan: Plan
 ) -> dict[str, Any]:
-    vector_settings = dataclasses.replace(settings, vector_search=True, model_dir=model_dir)
+    vector_settings = msgspec.structs.replace(settings, vector_search=True, model_dir=model_dir)
     service = Service(vector_settings)
     space = service.spaces[SPACE]
     try:
@@ -187,7 +187,7 @@ def _semantic_phase(
         flat = compare_flat_scan(space.semantic.index, vectors)
     finally:
         service.stop()
-    graph_service = Service(dataclasses.replace(vector_settings, graph_boost=True))
+    graph_service = Service(msgspec.structs.replace(vector_settings, graph_boost=True))
     try:
         graph_space = graph_service.spaces[SPACE]
         graph_space.writing.build(embedder=embedder)  # the vectors are stored: opened, nothing to embed

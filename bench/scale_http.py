@@ -55,7 +55,7 @@ MODES: dict[str, dict[str, str]] = {
     "hybrid_graph": {"VECTOR_SEARCH": "1", "GRAPH_BOOST": "1"},
 }
 FIRST_ANSWER_WORD = "données"  # frequent in the French corpus: the first answer is never empty
-DEFAULT_DEBOUNCE_MS = Settings.__dataclass_fields__["watch_debounce_ms"].default  # the servers run with it
+DEFAULT_DEBOUNCE_MS = Settings().watch_debounce_ms  # the servers run with it
 EDITS = 5  # one-paragraph edits per vault size; the median is reported
 EDIT_SEED = 11
 # Past this an edit counts as never visible (a bug, reported as None). A bound

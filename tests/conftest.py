@@ -11,11 +11,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from notarium_search.logsetup import configure_logging
 from notarium_search.semantic.load_order import before_usearch
@@ -115,7 +115,7 @@ class Vault:
             # sets a deadline to see it fire: 300 ms made every hybrid assertion a race.
             query_embed_timeout_ms=60_000,
         )
-        return replace(base, **overrides)  # type: ignore[arg-type]
+        return replace(base, **overrides)
 
     def service(self, *, collections: tuple[CollectionConfig, ...] = (), **overrides: object) -> Service:
         """A service whose spaces are fully indexed (synchronously)."""

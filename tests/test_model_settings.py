@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from msgspec.structs import asdict, replace
 
 import notarium_search.settings
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable
@@ -226,8 +226,7 @@ def test_models_doc_documents_exactly_the_declared_keys() -> None:
 # ---------------------------------------------------------------- a new key
 
 
-@dataclass(frozen=True, slots=True)
-class WithTruncation(ModelConfig):
+class WithTruncation(ModelConfig, frozen=True):
     """ModelConfig with one more key, declared as any other (after the last
     required key, so with a plain default)."""
 
@@ -235,8 +234,7 @@ class WithTruncation(ModelConfig):
     """Which end of a long text is kept."""
 
 
-@dataclass(frozen=True, slots=True)
-class WithComment(ModelConfig):
+class WithComment(ModelConfig, frozen=True):
     comment: Annotated[str, LabelOnly()] = ""
     """A note about the pack; changes no vector."""
 

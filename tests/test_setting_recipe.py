@@ -6,7 +6,6 @@ test then asks for its row in docs/configuration.md."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -18,8 +17,7 @@ from notarium_search.settings import ConfigError, Env, Settings, load_settings
 from tests import test_settings
 
 
-@dataclass(frozen=True, slots=True)
-class WithKnob(Settings):
+class WithKnob(Settings, frozen=True):
     knob: Annotated[int, Env("NOTARIUM_KNOB"), Meta(ge=1, le=10)] = 3
     """A setting declared here only."""
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import tomllib
 from pathlib import Path
 
+import msgspec.structs
 import pytest
 
 from notarium_search.lexical.query import LANGUAGE_BOOSTS
@@ -208,7 +208,7 @@ def test_configuration_doc_lists_every_field() -> None:
         assert re.search(rf"^\| `{key}` \| `{env_name}` \|", doc, re.M), (key, env_name)
     assert "`NOTARIUM_CONFIG`" in doc
     for kind in (RankingConfig, FusionConfig, CollectionConfig):
-        for field in dataclasses.fields(kind):
+        for field in msgspec.structs.fields(kind):
             if field.name != "name":  # a collection's name is its table's
                 assert f"`{field.name}`" in doc, field.name
     for key in ("include", "exclude", "language", "path"):
@@ -232,7 +232,10 @@ def test_configuration_doc_lists_the_model_keys(tmp_path: Path):
     assert set(load_settings(config, env={}).model) <= set(model_keys())
 
 
-SECTIONS = {RankingConfig: ("## Ranking (`[ranking]`)", "ranking"), FusionConfig: ("## Fusion (`[fusion]`)", "fusion")}
+SECTIONS: dict[type, tuple[str, str]] = {
+    RankingConfig: ("## Ranking (`[ranking]`)", "ranking"),
+    FusionConfig: ("## Fusion (`[fusion]`)", "fusion"),
+}
 
 
 def doc_section(heading: str) -> str:
@@ -248,7 +251,7 @@ def test_configuration_doc_states_the_defaults(kind: type):
     the declared default (per language: LANGUAGE_BOOSTS'): re-tuning one
     (docs/ranking.md) must not leave the reference stale."""
     section = doc_section(SECTIONS[kind][0])
-    for field in dataclasses.fields(kind):
+    for field in msgspec.structs.fields(kind):
         row = re.search(rf"^\| `{field.name}` \| ([^|]+) \|", section, re.M)
         assert row, field.name
         cell = row[1].strip()
@@ -269,7 +272,7 @@ def test_example_config_lists_every_ranking_and_fusion_key(kind: type):
     or, for the per-language ones, shown commented out."""
     example = (ROOT / "config" / "notarium.example.toml").read_text()
     table = tomllib.loads(example)[SECTIONS[kind][1]]
-    for field in dataclasses.fields(kind):
+    for field in msgspec.structs.fields(kind):
         if field.default is None:
             assert re.search(rf"^# {field.name} = ", example, re.M), field.name
         else:

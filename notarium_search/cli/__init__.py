@@ -13,8 +13,9 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from notarium_search.settings import ConfigError, Settings, load_settings
 

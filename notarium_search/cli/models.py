@@ -37,8 +37,9 @@ def _models_check(settings: Settings, args: argparse.Namespace) -> int:
     overrides, threads, batch size included), embed a French query and
     passage, check their vectors, and print one line either way: an image
     build runs it, so a pack that cannot work fails the build."""
-    from dataclasses import replace
     from pathlib import Path
+
+    from msgspec.structs import replace
 
     from notarium_search.errors import EmbedderUnavailable
     from notarium_search.model_packs import load_configured_embedder

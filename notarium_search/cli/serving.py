@@ -9,8 +9,9 @@ import shutil
 import socket
 import sys
 import time
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from notarium_search.cli import EXIT_SETUP
 from notarium_search.cli.indexing import NO_SPACE, index_folders_writable

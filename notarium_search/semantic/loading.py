@@ -5,7 +5,7 @@ CLI's `index` and `models check`."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from notarium_search.semantic.embedding import Embedder
 from notarium_search.settings import Settings

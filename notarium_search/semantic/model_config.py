@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import asdict, replace
 
 from notarium_search.semantic.calibration import known_margin
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable

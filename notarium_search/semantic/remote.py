@@ -31,11 +31,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
+from msgspec.structs import replace
 
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import (

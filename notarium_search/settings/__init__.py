@@ -15,13 +15,12 @@ import functools
 import json
 import os
 import re
-import tomllib
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
+import msgspec
 from msgspec import Meta
 
 from notarium_search.logsetup import get_logger
@@ -105,8 +104,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
+class _Spec(msgspec.Struct, frozen=True):
     """One declared setting, as `load_settings` reads it."""
 
     key: str
@@ -123,7 +121,7 @@ def _specs() -> dict[str, _Spec]:
     `Choices` or `ReadWith` (the others are tables or derived)."""
     hints = get_type_hints(Settings, include_extras=True)
     specs = {}
-    for item in fields(Settings):
+    for item in msgspec.structs.fields(Settings):
         hint = hints[item.name]
         if get_origin(hint) is not Annotated:
             continue
@@ -150,8 +148,7 @@ def env_names() -> dict[str, str]:
     return {spec.env: spec.key for spec in _specs().values() if spec.env is not None}
 
 
-@dataclass(frozen=True, slots=True)
-class ModelKey:
+class ModelKey(msgspec.Struct, frozen=True):
     """One declared `[model]` key (a field of ModelConfig), as a pack's
     values are read through it."""
 
@@ -190,7 +187,7 @@ def model_keys() -> dict[str, ModelKey]:
 def _model_keys_of(table: type[ModelConfig]) -> dict[str, ModelKey]:
     hints = get_type_hints(table, include_extras=True)
     keys = {}
-    for item in fields(table):
+    for item in msgspec.structs.fields(table):
         hint = hints[item.name]
         base, *extras = get_args(hint) if get_origin(hint) is Annotated else (hint,)
         optional = _is_optional(base)
@@ -198,7 +195,7 @@ def _model_keys_of(table: type[ModelConfig]) -> dict[str, ModelKey]:
         if kind not in (bool, int, float, str) or any(isinstance(extra, Env) for extra in extras):
             raise TypeError(f"[model] {item.name}: a [model] key is a bool, int, float or str, without Env")
         defaults = [extra.value for extra in extras if isinstance(extra, Default)]
-        if item.default is not MISSING:
+        if item.default is not msgspec.NODEFAULT:
             defaults.append(item.default)
         keys[item.name] = ModelKey(
             key=item.name,
@@ -231,8 +228,7 @@ def resolve_model_config(values: Mapping[str, object]) -> ModelConfig:
     return ModelConfig(**resolved)
 
 
-@dataclass(frozen=True, slots=True)
-class _File:
+class _File(msgspec.Struct, frozen=True):
     """The TOML file read, to say where a refused value was written."""
 
     path: Path
@@ -261,6 +257,8 @@ def load_settings(
     source = _File(Path("."), "")
     base_dir = Path.cwd()
     if path_text:
+        import tomllib  # with a file only: 3.5-5.5 ms of a search from the shell
+
         file_path = Path(path_text)
         try:
             text = file_path.read_text(encoding="utf-8")
@@ -285,7 +283,7 @@ def load_settings(
         raise ConfigError(f"model = {_shown(model)} in {source.where(None, 'model')}: must be a [model] table")
     if set(model) - set(model_keys()):
         raise ConfigError(f"unknown [model] keys: {', '.join(sorted(set(model) - set(model_keys())))}")
-    settings = replace(
+    settings = msgspec.structs.replace(
         Settings(),
         **values,
         ranking=_numbers_table("ranking", RankingConfig, raw.get("ranking", {}), source),
@@ -293,7 +291,7 @@ def load_settings(
         model=dict(model),
     )
     spaces, ignored, reading = read_spaces(settings, raw, base_dir)
-    return replace(settings, spaces=spaces, ignored_folders=ignored, root_reading=reading)
+    return msgspec.structs.replace(settings, spaces=spaces, ignored_folders=ignored, root_reading=reading)
 
 
 def log_ignored_folders(settings: Settings) -> None:

@@ -1,4 +1,4 @@
-"""Every setting, declared once: the dataclasses the service reads, each
+"""Every setting, declared once: the records (msgspec Structs) the service reads, each
 field with its type, default, environment variable (`Env`), bounds (`Meta`,
 checked by msgspec), choices (`Choices`) or reader (`ReadWith`; the readers
 are in `readers.py`). `notarium_search.settings.load_settings` reads them.
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+import msgspec
 from msgspec import Meta
 
 from notarium_search.settings.readers import (
@@ -58,8 +59,7 @@ DEFAULT_EXCLUDE = (".obsidian/**", ".git/**", ".trash/**", "node_modules/**")
 DEFAULT_INCLUDE = ("**/*.md", "**/*.pdf", "**/*.canvas")
 
 
-@dataclass(frozen=True, slots=True)
-class Env:
+class Env(msgspec.Struct, frozen=True):
     """The environment variable that sets a setting (its TOML key is the field's name)."""
 
     name: str
@@ -75,31 +75,27 @@ class Choices:
         object.__setattr__(self, "values", values)
 
 
-@dataclass(frozen=True, slots=True)
-class ReadWith:
+class ReadWith(msgspec.Struct, frozen=True):
     """A setting read by a function of its own (lists, tokens, host names): it
     takes the TOML value or the environment text, and raises ConfigError."""
 
     read: Callable[[Any], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Default:
+class Default(msgspec.Struct, frozen=True):
     """The default of a `[model]` key declared before a required one, where
-    a dataclass default cannot stand (`ModelConfig` is built positionally);
+    a field's default cannot stand (`ModelConfig` is built positionally);
     a key declared after the last required one takes a plain default."""
 
     value: object
 
 
-@dataclass(frozen=True, slots=True)
-class Required:
+class Required(msgspec.Struct, frozen=True):
     """A `[model]` key without a default: model.json or the `[model]` table
     must give it."""
 
 
-@dataclass(frozen=True, slots=True)
-class LabelOnly:
+class LabelOnly(msgspec.Struct, frozen=True):
     """A `[model]` key that changes no vector (a name, a floor on scores): it
     stays out of the vectors' fingerprint, so changing it re-embeds nothing."""
 
@@ -109,8 +105,7 @@ def valid_space_name(name: str) -> bool:
     return SPACE_NAME_RE.fullmatch(name) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class RankingConfig:
+class RankingConfig(msgspec.Struct, frozen=True):
     """Lexical ranking knobs. Defaults were measured on piaf-fr and cranfield
     (see docs/ranking.md); change them only with a measurement."""
 
@@ -147,8 +142,7 @@ class RankingConfig:
     (fr 0.25, en 0). 0 disables."""
 
 
-@dataclass(frozen=True, slots=True)
-class FusionConfig:
+class FusionConfig(msgspec.Struct, frozen=True):
     """How channel rankings become one (Reciprocal Rank Fusion, see
     docs/ranking.md for the measurements behind the defaults)."""
 
@@ -191,8 +185,7 @@ class FusionConfig:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class CollectionConfig:
+class CollectionConfig(msgspec.Struct, frozen=True):
     """A named part of a space: `[spaces.NAME.collections.COLLECTION]`."""
 
     name: str
@@ -212,8 +205,7 @@ class CollectionConfig:
 OPEN_URL_FIELDS = ("vault", "path", "abs_path", "heading", "path_heading", "line")
 
 
-@dataclass(frozen=True, slots=True)
-class ModelConfig:
+class ModelConfig(msgspec.Struct, frozen=True):
     """How to use one model pack, and the keys of the `[model]` table: each
     field is a key of the pack's model.json and of the configuration's
     `[model]` table (which wins, key by key), declared once here: its type,
@@ -253,8 +245,7 @@ class ModelConfig:
     fragment counts."""
 
 
-@dataclass(frozen=True, slots=True)
-class SpaceConfig:
+class SpaceConfig(msgspec.Struct, frozen=True):
     """One space: a named folder of notes."""
 
     name: str
@@ -281,8 +272,7 @@ class SpaceConfig:
         return self.languages if self.language == AUTO_LANGUAGE else (self.language,)
 
 
-@dataclass(frozen=True, slots=True)
-class IgnoredFolder:
+class IgnoredFolder(msgspec.Struct, frozen=True):
     """A sub-folder of `spaces_root` that is not a space, and why (or the
     root itself, when notes directly in it belong to no space)."""
 
@@ -292,8 +282,7 @@ class IgnoredFolder:
     """A valid space name made from the folder's name (None: none could be)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RootReading:
+class RootReading(msgspec.Struct, frozen=True):
     """How `spaces_root` was read (settings/root.py), and why in a sentence:
     as the one space `space` (a vault), or (None) a folder of spaces."""
 
@@ -311,8 +300,7 @@ class RootReading:
 MODEL_SOCKET_ENV = "NOTARIUM_MODEL_SOCKET"
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(msgspec.Struct, frozen=True):
     """Service settings. Each field is declared once: its type, default, the
     environment variable that sets it (`Env`), its bounds (`Meta`, checked by
     msgspec) or choices; `load_settings` reads the TOML key of the same name and
@@ -411,7 +399,7 @@ class Settings:
     embed_url_timeout: Annotated[float, Env("NOTARIUM_EMBED_URL_TIMEOUT"), Meta(gt=0, le=3600)] = 60.0
     """Seconds a request to `embed_url` may take
     before it is tried again."""
-    model: Mapping[str, object] = field(default_factory=dict)
+    model: Mapping[str, object] = msgspec.field(default_factory=dict)
     """[model] table: overrides of the pack's model.json, or all of it when
     the pack has none; its keys are the fields of `ModelConfig` (any other
     is refused), its values as written until the model loads and checks
@@ -458,9 +446,9 @@ class Settings:
     """Frontmatter fields listing where a note
     was used ("activated"), first the main name then aliases (comma-separated
     in the environment). Read at query time: changing them needs no rebuild."""
-    ranking: RankingConfig = field(default_factory=RankingConfig)
+    ranking: RankingConfig = msgspec.field(default_factory=RankingConfig)
     """[ranking] table of the config file."""
-    fusion: FusionConfig = field(default_factory=FusionConfig)
+    fusion: FusionConfig = msgspec.field(default_factory=FusionConfig)
     """[fusion] table of the config file."""
     ignored_folders: tuple[IgnoredFolder, ...] = ()
     """Not a setting: what of `spaces_root` is in no space, and why (a name

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from msgspec.structs import replace
 
 from notarium_search.api.app import create_app
 from notarium_search.service import Service

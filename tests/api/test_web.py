@@ -15,13 +15,14 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from msgspec.structs import replace
 
 from notarium_search.api.app import create_app
 from notarium_search.api.web import ASSETS

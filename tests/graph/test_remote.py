@@ -15,10 +15,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from notarium_search.collector import IDLE_SECONDS, FrozenHeap
 from notarium_search.errors import ChannelUnavailable
@@ -58,7 +58,7 @@ def sockets(vault: Vault) -> Iterator[Path]:
 @contextmanager
 def workers(vault: Vault, sockets: Path, **overrides: object) -> Iterator[tuple[Service, Service]]:
     """A writer and a follower of one serve, started, the follower ready; stopped after."""
-    settings = replace(vault.settings(watch=False), sockets_dir=sockets, **overrides)  # type: ignore[arg-type]
+    settings = replace(vault.settings(watch=False), sockets_dir=sockets, **overrides)
     writer = Service(settings, shared=True)
     follower = Service(settings, shared=True)
     assert isinstance(follower.spaces["notes"].role, Follower)

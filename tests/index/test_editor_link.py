@@ -92,7 +92,7 @@ def test_hits_carry_their_link_when_the_space_has_one(vault: Vault):
 
 
 def test_a_hit_link_points_at_the_line_and_section_of_its_match(vault: Vault):
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from notarium_search.service import Service
     from notarium_search.types import FeedFilter

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 
 from notarium_search.errors import SpaceUnavailable
 from notarium_search.index import sharing
@@ -30,7 +30,7 @@ def note(note_id: str, body: str) -> str:
 
 def workers(vault: Vault, **overrides: object) -> tuple[Service, Service]:
     """A writer and a follower, started, the writer's first pass done."""
-    settings = replace(vault.settings(watch=False), **overrides)  # type: ignore[arg-type]
+    settings = replace(vault.settings(watch=False), **overrides)
     writer = Service(settings, shared=True)
     follower = Service(settings, shared=True)
     assert not isinstance(writer.spaces["notes"].role, Follower)
@@ -199,7 +199,7 @@ def test_the_follower_reads_vectors_of_its_own_model_only(vault: Vault, tmp_path
 
 def unstarted(vault: Vault, **overrides: object) -> tuple[Service, Service]:
     """A writer and a follower whose steps the test makes itself (no threads)."""
-    settings = replace(vault.settings(watch=False), **overrides)  # type: ignore[arg-type]
+    settings = replace(vault.settings(watch=False), **overrides)
     writer = Service(settings, shared=True)
     writer.spaces["notes"].writing.run_reconcile()
     return writer, Service(settings, shared=True)

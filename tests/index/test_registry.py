@@ -3,9 +3,8 @@ reported with why and tried again, while the others serve."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
+from msgspec.structs import replace
 
 from notarium_search.errors import SpaceUnavailable
 from notarium_search.index import registry

@@ -5,9 +5,9 @@ index of real files (tests/conftest.py `Vault`)."""
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 
 from notarium_search.bodies import feed_body
 from notarium_search.service import Service

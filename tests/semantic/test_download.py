@@ -5,7 +5,6 @@ writes are loaded by the real loader and compared with the shared packs."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -16,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import numpy as np
 import pytest
 
@@ -85,7 +85,7 @@ def test_a_preset_pack_loads_exactly_like_the_shared_pack(
     assert f"dim {preset.dim}, pooling {preset.pooling}" in capsys.readouterr().out
 
     downloaded, original = load_embedder(target), load_embedder(shared)
-    assert downloaded.config == dataclasses.replace(original.config, name=name)  # all but the label
+    assert downloaded.config == msgspec.structs.replace(original.config, name=name)  # all but the label
     assert downloaded.fingerprint == original.fingerprint
     np.testing.assert_array_equal(downloaded.embed_query(SAMPLE), original.embed_query(SAMPLE))
     np.testing.assert_array_equal(downloaded.embed_passages([SAMPLE]), original.embed_passages([SAMPLE]))

@@ -14,12 +14,12 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
+from msgspec.structs import replace
 
 from notarium_search import model_process
 from notarium_search.model_process import SOCKET_NAME, ModelProcess, socket_folder, wants_model_process

@@ -8,11 +8,11 @@ embedder where only the refresh policy is tested)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import msgspec
 import pytest
+from msgspec.structs import replace
 
 from notarium_search.semantic.embedding import load_embedder
 from notarium_search.semantic.index import SemanticIndex
