@@ -72,7 +72,7 @@ class Job:
 
 class NoteHead(NamedTuple):
     """What the writer needs of a note parsed elsewhere, its document made
-    there. Not the whole ParsedNote: unpickling its nested dataclasses took
+    there. Not the whole ParsedNote: unpickling its nested records (dataclasses then) took
     the writer's process ~0.24 ms a note (py-spy, 10,000 notes), a sixth of
     what parsing it costs. A note the writer must change (its id taken by
     another file) is parsed again on the writer's thread."""

@@ -601,7 +601,7 @@ def _located(snippet: Snippet, sections: Sequence[tuple[int, int, str]], lines: 
         return snippet
     where = line_and_column(lines, snippet.at)
     line, column = where if where is not None else (None, None)
-    # A new Snippet rather than dataclasses.replace: this runs for every snippet shown (measured 4 % of a search).
+    # A new Snippet rather than a replace: this runs for every snippet shown (dataclasses.replace was 4 % of a search).
     heading = heading_path(sections, snippet.at)
     return Snippet(snippet.text, snippet.highlights, snippet.html, snippet.at, heading, line, column)
 
