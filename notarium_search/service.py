@@ -297,10 +297,6 @@ class Service:
         """Whether the space's index holds every note (answers are not `partial`)."""
         return self.space(name).ready
 
-    def behind(self, name: str) -> list[str]:
-        """What a space's index lacks by its writer's records (a reader's `partial`: why)."""
-        return self.space(name).behind
-
     def unopened(self) -> dict[str, str]:
         """The spaces that could not open, and why (they are tried again by themselves)."""
         return {name: unopened.reason for name, unopened in self.registry.unopened.items()}
