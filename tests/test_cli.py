@@ -159,6 +159,47 @@ def test_search_and_status_import_only_what_they_need(vault: Vault, tmp_path: Pa
         assert not unneeded(modules), (args, env, unneeded(modules))
 
 
+# The command run as `python -m notarium_search` does, with the package's
+# dataclasses among the modules it imported written at exit.
+DATACLASSES_AT_EXIT = """
+import atexit, dataclasses, json, os, runpy, sys
+def made():
+    return sorted(
+        f"{name}.{value.__qualname__}"
+        for name, module in list(sys.modules.items()) if name.startswith("notarium_search")
+        for value in vars(module).values()
+        if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value)
+    )
+atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write(json.dumps(made())))
+runpy.run_module("notarium_search", run_name="__main__", alter_sys=True)
+"""
+# Each dataclass compiles its generated methods when its module is imported
+# (~0.8 ms a class on Python 3.11): the records a search from the shell loads
+# are msgspec Structs (docs/benchmarks.md, "Records as msgspec Structs"), but
+# for these two, which a Struct cannot declare.
+SHELL_DATACLASSES = {"notarium_search.types.ChannelHit", "notarium_search.settings.declared.Choices"}
+
+
+def test_search_and_status_from_the_shell_make_no_other_dataclass(vault: Vault, tmp_path: Path):
+    """76 dataclasses took 62.6 of the 160 ms a search from the shell spent
+    after the interpreter's start; a new one on that path is a Struct, or
+    joins SHELL_DATACLASSES with its reason."""
+    vault.write("a.md", "---\nid: a\ntags: [x]\n---\nLe café de la gare.\n")
+    assert run(["index", "notes"], vault, tmp_path).returncode == 0
+    out = tmp_path / "dataclasses.json"
+    env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
+    env.update(NOTARIUM_LANGUAGE="fr", MODULES_OUT=str(out))
+    env.pop("NOTARIUM_CONFIG", None)
+    for args in (["search", "notes", "café"], ["status"]):
+        done = subprocess.run(
+            [sys.executable, "-c", DATACLASSES_AT_EXIT, *args], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        made = set(json.loads(out.read_text()))
+        assert "notarium_search.types.ChannelHit" in made  # the wrapper saw the command's own modules
+        assert made <= SHELL_DATACLASSES, (args, sorted(made - SHELL_DATACLASSES))
+
+
 def test_status_with_vector_search_imports_no_model(vault: Vault, tmp_path: Path):
     """`status` reads the pack's fingerprint and counts the saved vectors
     without onnxruntime or usearch (semantic/load_order.py, semantic/counting.py),

@@ -13,9 +13,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import msgspec
 import tantivy
 from msgspec.structs import replace
 
@@ -50,8 +50,7 @@ MAX_COMMIT_SECONDS = 60.0
 log = get_logger(__name__)
 
 
-@dataclass(slots=True)
-class _Read:
+class _Read(msgspec.Struct):
     entry: Entry
     note: ParsedNote | NoteHead | None  # None: not a note
     document: tantivy.Document | None = None  # the note's, made ahead (a head always has one)

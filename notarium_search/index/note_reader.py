@@ -10,8 +10,8 @@ indexer's business, not this stage's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+import msgspec
 import tantivy
 
 from notarium_search.index import note_file
@@ -31,23 +31,20 @@ from notarium_search.types import ParsedNote, SourceFile
 log = get_logger(__name__)
 
 
-@dataclass(slots=True)
-class Skip:
+class Skip(msgspec.Struct):
     """Not indexed, recorded with its reason until the file changes."""
 
     entry: Entry
     reason: str
 
 
-@dataclass(slots=True)
-class Later:
+class Later(msgspec.Struct):
     """Not read now, not recorded: the next pass tries again."""
 
     reason: str
 
 
-@dataclass(slots=True)
-class Read:
+class Read(msgspec.Struct):
     entry: Entry  # its note_id not yet set: the indexer decides it
     note: ParsedNote | NoteHead  # a head: parsed in another process, `document` made there
     document: tantivy.Document | None = None

@@ -31,9 +31,10 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
+
+import msgspec
 
 from notarium_search.index import note_file
 from notarium_search.lexical.schema import DocumentParts, document_parts
@@ -64,8 +65,7 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 log = get_logger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
+class Job(msgspec.Struct, frozen=True):
     source: SourceFile
     limit: int  # the most bytes read (formats.byte_limit)
 

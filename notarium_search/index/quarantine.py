@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from notarium_search.logsetup import get_logger
 from notarium_search.types import SourceFile
@@ -51,8 +52,7 @@ log = get_logger(__name__)
 Version = tuple[str, int, int]  # path, size, modification time (ns): a note as it was read
 
 
-@dataclass(frozen=True, slots=True)
-class Suspect:
+class Suspect(msgspec.Struct, frozen=True):
     version: Version
     strikes: int  # deaths of the process while it read this version
 

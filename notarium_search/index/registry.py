@@ -20,7 +20,8 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+
+import msgspec
 
 from notarium_search.index.channels import registered
 from notarium_search.index.lock import lock_holder
@@ -44,8 +45,7 @@ RETRY_MAX_SECONDS = 300.0
 log = get_logger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Unopened:
+class Unopened(msgspec.Struct, frozen=True):
     """A space that could not open, and why."""
 
     config: SpaceConfig

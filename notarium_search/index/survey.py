@@ -6,7 +6,8 @@ writer, so `status` uses it too).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+
+import msgspec
 
 from notarium_search.index.manifest import Manifest
 from notarium_search.notes.scan import SpaceUnavailable, scan_space, stat_paths
@@ -14,8 +15,7 @@ from notarium_search.settings import SpaceConfig
 from notarium_search.types import SourceFile
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
+class Pending(msgspec.Struct, frozen=True):
     """What the next pass over every file would do."""
 
     files: int  # note files on disk (include/exclude applied)
@@ -23,8 +23,7 @@ class Pending:
     gone: int  # still in the index, their file deleted: dropped at the next pass
 
 
-@dataclass(frozen=True, slots=True)
-class Survey:
+class Survey(msgspec.Struct, frozen=True):
     files: list[SourceFile]  # the files to compare with the manifest
     gone: list[str]  # recorded, their file deleted
     everything: bool  # every file of the space, not only the reported ones

@@ -15,10 +15,11 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import BinaryIO
+
+import msgspec
 
 from notarium_search.logsetup import get_logger
 from notarium_search.notes.formats import include_patterns
@@ -46,13 +47,12 @@ class OutsideSpace(OSError):
     symlink swapped after the scan, a device, a FIFO)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Scan:
+class Scan(msgspec.Struct, frozen=True):
     files: list[SourceFile]  # sorted by path
     unreadable: tuple[str, ...] = ()
     """Folders (relative, ending in "/") that could not be listed: their
     notes are unknown, not gone."""
-    unknown: frozenset[str] = field(default_factory=frozenset)
+    unknown: frozenset[str] = msgspec.field(default_factory=frozenset)
     """Files listed but not stat'able (a permission, an I/O error): unknown, not gone."""
 
     def keeps(self, rel_path: str) -> bool:
