@@ -127,15 +127,18 @@ NOT_FOR_THE_SHELL = (
 
 
 def imported_by(args: list[str], vault: Vault, tmp_path: Path, **extra_env: str) -> set[str]:
+    return set(written_at_exit(MODULES_AT_EXIT, args, vault, tmp_path, **extra_env))
+
+
+def written_at_exit(wrapper: str, args: list[str], vault: Vault, tmp_path: Path, **extra_env: str) -> Any:
+    """What `wrapper` (MODULES_AT_EXIT, DATACLASSES_AT_EXIT) wrote at the command's exit."""
     out = tmp_path / "modules.json"
     env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
     env.update(NOTARIUM_LANGUAGE="fr", MODULES_OUT=str(out), **extra_env)
     env.pop("NOTARIUM_CONFIG", None)
-    done = subprocess.run(
-        [sys.executable, "-c", MODULES_AT_EXIT, *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-c", wrapper, *args], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    return set(json.loads(out.read_text()))
+    return json.loads(out.read_text())
 
 
 def test_search_and_status_import_only_what_they_need(vault: Vault, tmp_path: Path):
@@ -186,16 +189,8 @@ def test_search_and_status_from_the_shell_make_no_other_dataclass(vault: Vault, 
     joins SHELL_DATACLASSES with its reason."""
     vault.write("a.md", "---\nid: a\ntags: [x]\n---\nLe café de la gare.\n")
     assert run(["index", "notes"], vault, tmp_path).returncode == 0
-    out = tmp_path / "dataclasses.json"
-    env = {**os.environ, "NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(tmp_path / "index")}
-    env.update(NOTARIUM_LANGUAGE="fr", MODULES_OUT=str(out))
-    env.pop("NOTARIUM_CONFIG", None)
     for args in (["search", "notes", "café"], ["status"]):
-        done = subprocess.run(
-            [sys.executable, "-c", DATACLASSES_AT_EXIT, *args], env=env, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, done.stderr
-        made = set(json.loads(out.read_text()))
+        made = set(written_at_exit(DATACLASSES_AT_EXIT, args, vault, tmp_path))
         assert "notarium_search.types.ChannelHit" in made  # the wrapper saw the command's own modules
         assert made <= SHELL_DATACLASSES, (args, sorted(made - SHELL_DATACLASSES))
 
