@@ -1,0 +1,83 @@
+"""py3langid's scores of a text, its automaton walked over every byte at once.
+
+py3langid finds the byte n-grams of a text it knows by walking an
+Aho-Corasick automaton over the text's bytes in a Python loop
+(`visit_counts`), then sums each found feature's log-count times its row of
+weights. On a note's first 300 characters that loop was ~60 % of the
+detector's time and the detector ~13 % of a note's parse, the stage a first
+index waits on (docs/benchmarks.md, "The first index's language detection").
+
+The state the automaton is in after a byte depends only on the last
+`WINDOW_BYTES` bytes read: a state stands for the longest suffix of the text
+read so far that is a prefix of one of its n-grams, and none is longer than
+that. So every position's state is found by WINDOW_BYTES steps, each a numpy
+gather over all positions at once, instead of one Python step per byte. The
+features are then counted in the order they first occur, as py3langid's
+`Counter` does, so that the weighted sum adds the same numbers in the same
+order: the scores are py3langid's to the bit (tests/notes/test_feature_walk.py
+compares them over random and real texts, and checks WINDOW_BYTES against the
+model's automaton).
+
+Pure; imported with the detector's model (notes/language.py), never before:
+numpy and py3langid cost ~100 ms to import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from py3langid.langid import LanguageIdentifier
+
+# The longest n-gram py3langid's model holds, in bytes: the depth of its
+# automaton's deepest state (py3langid 0.3 and 0.4's model.plzma).
+WINDOW_BYTES = 6
+
+Vector = np.ndarray[tuple[int], np.dtype[np.float32]]
+Scores = Callable[[bytes], Vector]
+
+
+class WalkingIdentifier(LanguageIdentifier):  # type: ignore[misc]
+    """py3langid's detector, its scores from `raw_scores` once `walk` is called."""
+
+    __slots__ = ("_scores",)
+
+    def walk(self) -> None:
+        """Scores from now on by the walk over all bytes at once, with the
+        model as it is now (after `set_languages`, whose columns it keeps)."""
+        self._scores = raw_scores(self)
+
+    def _raw_score(self, text: bytes) -> Vector:
+        scores: Scores | None = getattr(self, "_scores", None)
+        return LanguageIdentifier._raw_score(self, text) if scores is None else scores(text)
+
+
+def raw_scores(detector: Any) -> Scores:
+    """`detector._raw_score` (its classes' naive Bayes scores for a text's
+    UTF-8 bytes), computed with the automaton walked for all bytes at once."""
+    moves = np.frombuffer(detector.tk_nextmove, dtype=np.uint32)
+    rows = np.asarray(detector._rowbase, dtype=np.intp)
+    outputs = np.asarray(detector.tk_output, dtype=np.intp)
+    weights, priors = detector.nb_ptc, detector.nb_pc
+    own = LanguageIdentifier._raw_score  # py3langid's own walk, not a subclass's
+
+    def scores(text: bytes) -> Vector:
+        data = np.frombuffer(text, dtype=np.uint8)
+        size = len(data)
+        states = np.zeros(size, dtype=np.intp)
+        # Position i's state: the WINDOW_BYTES bytes up to i walked from the
+        # start state, the oldest first; the first positions have fewer.
+        for back in range(min(WINDOW_BYTES, size) - 1, -1, -1):
+            states[back:] = moves[rows[states[back:]] + data[: size - back]]
+        found = outputs[states]
+        found = found[found >= 0]
+        if not len(found):
+            empty: Vector = own(detector, text)
+            return empty  # py3langid's answer for a text without features
+        features, first, counts = np.unique(found, return_index=True, return_counts=True)
+        order = np.argsort(first, kind="stable")
+        summed: Vector = np.log1p(counts[order].astype(np.float32)) @ weights[features[order]] + priors
+        return summed
+
+    return scores
