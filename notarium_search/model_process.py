@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,9 +33,9 @@ from notarium_search.logsetup import get_logger
 # held in the worker, whose model loader then waited on it forever.
 from notarium_search.semantic import model_probe
 from notarium_search.settings import Settings
+from notarium_search.storage import sockets_folder
 
 SOCKET_NAME = "model.sock"
-SOCKET_PATH_MAX = 108  # sun_path's size on Linux, its terminating zero included
 # A process that dies is started again after RESTART_FIRST_SECONDS, doubling
 # up to RESTART_MAX_SECONDS while it keeps dying; one that ran for
 # STABLE_SECONDS starts the count again. Meanwhile answers are keyword answers.
@@ -63,24 +61,24 @@ def wants_model_process(settings: Settings, workers: int) -> bool:
 
 
 def socket_folder(settings: Settings) -> Path | None:
-    """A new folder (mode 0700) for the sockets between a `serve`'s processes
+    """A new folder (mode 0700, locked while the service runs:
+    storage/sockets_folder.py) for the sockets between a `serve`'s processes
     (the model process's, each space writer's link graph: graph/remote.py):
     in the system's temporary folder, else (a container run with a read-only
     root) in the index folder when its path leaves room for a socket's name;
     None: neither (logged; each worker then loads its own model and reads its
-    own link graph, as before)."""
-    places: list[str | None] = [None, str(settings.index_dir)]
-    for place in places:
-        try:
-            folder = Path(tempfile.mkdtemp(prefix=".notarium-sockets-", dir=place))
-        except OSError as exc:
-            log.warning("sockets_folder", place=place or tempfile.gettempdir(), error=str(exc))
-            continue
-        if len(str(folder / SOCKET_NAME)) < SOCKET_PATH_MAX:
-            return folder
-        shutil.rmtree(folder, ignore_errors=True)
-    log.warning("sockets_unavailable", reason="no folder for the sockets: each worker loads its own model and graph")
-    return None
+    own link graph, as before). Removed by `sockets_folder.remove`."""
+    folder = sockets_folder.make([None, str(settings.index_dir)], SOCKET_NAME)
+    if folder is None:
+        log.warning(
+            "sockets_unavailable", reason="no folder for the sockets: each worker loads its own model and graph"
+        )
+    return folder
+
+
+def remove_socket_folder(folder: Path) -> None:
+    """`socket_folder`'s folder removed and let go, at the service's stop."""
+    sockets_folder.remove(folder)
 
 
 class ModelProcess:
@@ -184,4 +182,4 @@ class ModelProcess:
         for thread in (self._watcher, self._prober):
             if thread.is_alive():
                 thread.join(STOP_WAIT_SECONDS)
-        shutil.rmtree(self._folder, ignore_errors=True)
+        sockets_folder.remove(self._folder)

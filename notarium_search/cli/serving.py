@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import shutil
 import socket
 import sys
 import time
@@ -17,7 +16,7 @@ from notarium_search.cli import EXIT_SETUP
 from notarium_search.cli.indexing import NO_SPACE, index_folders_writable
 from notarium_search.lean_imports import load_without_console_extras
 from notarium_search.logsetup import configure_logging, get_logger
-from notarium_search.model_process import ModelProcess, socket_folder, wants_model_process
+from notarium_search.model_process import ModelProcess, remove_socket_folder, socket_folder, wants_model_process
 from notarium_search.preflight import index_held_elsewhere, previous_service_killed
 from notarium_search.settings import MODEL_SOCKET_ENV, Settings, log_ignored_folders
 
@@ -89,7 +88,7 @@ def serve_command(settings: Settings, _: argparse.Namespace) -> int:
         if model is not None:
             model.stop()
         if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_socket_folder(folder)
 
 
 def port_unavailable(host: str, port: int, waiting: bool = False) -> str | None:

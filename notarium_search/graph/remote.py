@@ -36,8 +36,8 @@ from notarium_search.collector import HEAP, FrozenHeap
 from notarium_search.graph.links import Link
 from notarium_search.graph.ranking import GraphHit
 from notarium_search.logsetup import get_logger
+from notarium_search.storage.sockets_folder import SOCKET_PATH_MAX
 
-SOCKET_PATH_MAX = 108  # sun_path's size on Linux, its terminating zero included
 # A question is a few seed ids, an answer a query's neighbours or a note's
 # links: frames beyond these are not ours, and close the connection.
 QUESTION_MAX_BYTES = 1024 * 1024

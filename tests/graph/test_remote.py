@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -35,7 +34,7 @@ from notarium_search.graph.remote import (
 )
 from notarium_search.index.follower import Follower
 from notarium_search.index.space_writer import SpaceWriter
-from notarium_search.model_process import socket_folder
+from notarium_search.model_process import remove_socket_folder, socket_folder
 from notarium_search.service import Service
 from notarium_search.types import ChannelState, FeedFilter
 from tests.conftest import PROJECT_ROOT, Vault, eventually, ids, run_child
@@ -52,7 +51,7 @@ def sockets(vault: Vault) -> Iterator[Path]:
     folder = socket_folder(vault.settings())
     assert folder is not None
     yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    remove_socket_folder(folder)
 
 
 @contextmanager

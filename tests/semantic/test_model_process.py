@@ -180,7 +180,7 @@ def test_the_sockets_folder_is_the_users_alone_and_falls_back_to_the_index_folde
     folder = socket_folder(settings)
     assert folder is not None
     mode = folder.stat().st_mode & 0o777
-    shutil.rmtree(folder)  # made in the system's temporary folder: not the test's to leave
+    model_process.remove_socket_folder(folder)  # made in the system's temporary folder: not the test's to leave
     assert (mode, folder.parent) == (0o700, Path(tempfile.gettempdir()))
     # No temporary folder to write in (a container run with --read-only: what
     # is refused there is mkdtemp, as here, where even root cannot make one).
