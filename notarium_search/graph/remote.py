@@ -226,26 +226,52 @@ class GraphServer:
         self._heap = heap
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._wanted = False  # between start and stop: listening, or to listen again
+        self._failures = 0  # starts failed in a row
+        self._lock = threading.Lock()  # a stop is never followed by keep_listening's start
+
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
 
     def start(self) -> None:
         """Listen. A socket file left by a writer that died is replaced: this
-        process holds the space's writer lock, so no live writer owns it."""
+        process holds the space's writer lock, so no live writer owns it. A
+        start that fails (no descriptor left, no memory) is tried again by
+        `keep_listening`: the followers meanwhile say the graph unavailable."""
+        with self._lock:
+            self._wanted = True
+            self._listen()
+
+    def _listen(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         try:
             self._server = _Server(self.path, self._answering, self._heap)
         except OSError as exc:
-            # The followers then find no writer to ask: their graph channel says so.
-            log.error("graph_server_failed", space=self._space, socket=str(self.path), error=str(exc))
+            self._failures += 1
+            if self._failures == 1:  # once a streak: the next ones come every publish round
+                log.error("graph_server_failed", space=self._space, socket=str(self.path), error=str(exc))
             return
         self._thread = threading.Thread(
             target=self._server.serve_forever, name=f"graph-server-{self._space}", daemon=True
         )
         self._thread.start()
-        log.info("graph_server_listening", space=self._space, socket=str(self.path))
+        log.info("graph_server_listening", space=self._space, socket=str(self.path), failed_starts=self._failures)
+        self._failures = 0
+
+    def keep_listening(self) -> None:
+        """Start again after a failed start (the writer's peer loop, every
+        publish round): a passing shortage of the machine at the writer's
+        start no longer leaves its followers without links until a restart."""
+        with self._lock:
+            if self._wanted and self._server is None:
+                self._listen()
 
     def stop(self) -> None:
-        server, self._server = self._server, None
+        with self._lock:
+            self._wanted = False
+            server, self._server = self._server, None
         if server is None:
             return
         server.shutdown()

@@ -126,7 +126,12 @@ class SpaceWriter:
         self._said(self.space, publish=True)
 
     def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
-        return ([self.take_requests], [self.publish_status]) if self.changes is not None else ([], [])
+        if self.changes is None:
+            return [], []
+        publish = [self.publish_status]
+        if self.graph_server is not None:
+            publish.append(self.graph_server.keep_listening)  # a start that failed, tried again
+        return [self.take_requests], publish
 
     def attach_embedder(self, embedder: Any) -> None:
         """The model is loaded: each channel that needs it builds or opens its

@@ -5,6 +5,7 @@ workers (tests/index/test_follower.py); the socket is a real one."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -12,15 +13,18 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from msgspec.structs import replace
 
 from notarium_search.collector import IDLE_SECONDS, FrozenHeap
 from notarium_search.errors import ChannelUnavailable
+from notarium_search.graph import remote
 from notarium_search.graph.links import Link
 from notarium_search.graph.remote import (
     Answer,
@@ -142,6 +146,44 @@ def test_a_writer_that_does_not_answer_degrades_the_followers_graph_until_it_doe
         eventually(lambda: follower.spaces["notes"].graph.ready)  # the follower's next look
         assert graph_found(follower, "café") == {"the": "linked from: cafe"}
         assert [n.id for n in follower.note("notes", "the").backlinks] == ["cafe"]
+
+
+def test_a_writer_whose_socket_could_not_listen_tries_again_until_it_does(
+    vault: Vault, sockets: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A passing shortage at the writer's start (no descriptor left): its
+    followers say the graph unavailable, then get it back without a restart."""
+    failing = threading.Event()
+    failing.set()
+    tries: list[bool] = []
+
+    class Shortage(remote._Server):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            tries.append(failing.is_set())
+            if failing.is_set():
+                raise OSError(errno.EMFILE, "Too many open files")
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(remote, "_Server", Shortage)
+    vault.write("cafe.md", note("cafe", "Le café du matin. Voir [[the]]."))
+    vault.write("the.md", note("the", "Le thé vert."))
+    with workers(vault, sockets, graph_boost=True) as (writer, follower):
+        server = server_of(writer)
+        eventually(lambda: len(tries) >= 3)  # tried at start, then again by the writer's rounds
+        assert not server.listening
+        answer = follower.search("notes", "café", FeedFilter(), 20)
+        assert "did not answer" in answer.caveats.get("graph", "") + answer.degraded.get("graph", "")
+        failing.clear()  # the shortage is over
+        eventually(lambda: server.listening)
+        eventually(lambda: follower.spaces["notes"].graph.ready)
+        assert graph_found(follower, "café") == {"the": "linked from: cafe"}
+        server.stop()  # a stop is final: no round listens again
+        count = len(tries)
+        role = writer.spaces["notes"].role
+        assert isinstance(role, SpaceWriter)
+        for step in role.peer_steps()[1]:
+            step()
+        assert (server.listening, len(tries)) == (False, count)
 
 
 def test_without_graph_boost_the_writer_reads_the_links_at_a_followers_first_question(vault: Vault, sockets: Path):
