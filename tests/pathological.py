@@ -1,7 +1,7 @@
 """Pathological notes: what a clipped page, a paste or a generator can put in
 a note, each shaped to push one of the parsers or renderers that read note
 text (notes/markdown.py, notes/parse.py, notes/location.py,
-lexical/snippets.py, semantic/chunking.py, api/preview.py) past linear time
+lexical/snippets.py and word_matches.py, semantic/chunking.py, api/preview.py) past linear time
 (issue 28).
 
 Each note is about SIZE characters, a few a small multiple of it. At that

@@ -94,7 +94,7 @@ class Analyzers(msgspec.Struct, frozen=True):
 
 
 # The plain analyzer's chain without its length limit, for folding single
-# characters and words the way the index does (snippets.py): kept beside the
+# characters and words the way the index does (word_matches.py): kept beside the
 # chains it must agree with.
 FOLD = TextAnalyzerBuilder(Tokenizer.simple()).filter(Filter.lowercase()).filter(Filter.ascii_fold()).build()
 

@@ -23,7 +23,8 @@ from notarium_search.errors import InvalidFilter
 from notarium_search.lexical import known
 from notarium_search.lexical.analysis import Analyzers
 from notarium_search.lexical.schema import FILE_KEY, FOLDER_KEY, PATH_KEY, Payload, folded
-from notarium_search.lexical.snippets import HighlightTerms, located, make_snippets
+from notarium_search.lexical.snippets import located, make_snippets
+from notarium_search.lexical.word_matches import HighlightTerms
 from notarium_search.types import FeedFilter, Snippet
 
 # Sections whose heading holds a `section:` value cut per hit, at most.

@@ -32,15 +32,9 @@ from notarium_search.lexical.schema import (
     index_date,
     meta_term,
 )
-from notarium_search.lexical.snippets import (
-    MAX_SNIPPETS,
-    HighlightTerms,
-    LanguageTerms,
-    find_matches,
-    located,
-    make_snippets,
-)
+from notarium_search.lexical.snippets import MAX_SNIPPETS, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
+from notarium_search.lexical.word_matches import HighlightTerms, LanguageTerms, find_matches
 from notarium_search.settings import RankingConfig
 from notarium_search.types import (
     ChannelHit,

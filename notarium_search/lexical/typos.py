@@ -1,7 +1,7 @@
 """Which query words are also matched at one typo. Pure: no I/O.
 
 One rule for the query (lexical/query.py: a fuzzy clause per word) and the
-highlights (lexical/snippets.py: the same words found at one edit), so that
+highlights (lexical/word_matches.py: the same words found at one edit), so that
 what is highlighted is what was matched.
 """
 

@@ -11,8 +11,9 @@ from msgspec.structs import replace
 
 from notarium_search.lexical import search as lexical
 from notarium_search.lexical.schema import Payload
-from notarium_search.lexical.snippets import LanguageTerms, located, make_snippets
+from notarium_search.lexical.snippets import located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
+from notarium_search.lexical.word_matches import LanguageTerms
 from notarium_search.semantic.calibration import query_weight
 from notarium_search.semantic.index import SemanticIndex, text_digest
 from notarium_search.semantic.manifest import Record

@@ -8,7 +8,8 @@ import pytest
 
 from notarium_search.lexical import analysis
 from notarium_search.lexical.query import plan_query
-from notarium_search.lexical.snippets import (
+from notarium_search.lexical.snippets import located, make_snippets
+from notarium_search.lexical.word_matches import (
     MAX_CANDIDATES,
     MAX_MATCHES,
     MAX_SCAN_CHARS,
@@ -16,8 +17,6 @@ from notarium_search.lexical.snippets import (
     HighlightTerms,
     find_matches,
     fold,
-    located,
-    make_snippets,
 )
 from notarium_search.notes.location import pack
 from notarium_search.notes.parse import parse_note

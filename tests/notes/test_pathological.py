@@ -23,7 +23,8 @@ from msgspec.structs import replace
 from notarium_search.graph.links import normalise
 from notarium_search.lexical import analysis
 from notarium_search.lexical.query import plan_query
-from notarium_search.lexical.snippets import ELLIPSIS, SNIPPET_CHARS, HighlightTerms, make_snippets
+from notarium_search.lexical.snippets import ELLIPSIS, SNIPPET_CHARS, make_snippets
+from notarium_search.lexical.word_matches import HighlightTerms
 from notarium_search.notes.parse import MAX_TITLE_CHARS, parse_note
 from notarium_search.semantic.chunking import MAX_HEADINGS_CHARS, chunk_note
 from notarium_search.types import ParsedNote
