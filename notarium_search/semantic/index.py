@@ -16,10 +16,9 @@ loses the embedding done since the last checkpoint (CHECKPOINT_* below).
 from __future__ import annotations
 
 import hashlib
-import itertools
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from notarium_search.semantic.manifest import (
     decode_frozen,
     encode,
 )
+from notarium_search.semantic.pending import PendingFragments
 from notarium_search.semantic.probes import Calibration, measured, probe_queries
 from notarium_search.semantic.reference import REFERENCE_PASSAGES
 from notarium_search.semantic.vector_file import VectorStoreCorrupt
@@ -59,19 +59,6 @@ CHECKPOINT_SECONDS = 60.0  # or once this long has passed, whatever was embedded
 # max(CHECKPOINT_FRAGMENTS fragments or CHECKPOINT_SECONDS, CHECKPOINT_COST_FACTOR
 # × the last save) of embedding: ~30 s of work at 111,091 vectors.
 CHECKPOINT_COST_FACTOR = 100
-# The backlog (fragments not planned `first`) is embedded from a window of its
-# next fragments, longest first, so that the fragments of one `embed_pending`
-# call, which the embedder batches together padded to the longest, are of
-# similar length. Taken in plan order, 64-fragment calls ran 4.1 % more tokens
-# than the fragments hold (6.3 % more attention); sorted by characters in
-# windows of 1,024 it is 1.3 % (2.1 %), and 2,048 gains only 0.1 % more
-# (the 22,467 fragments of the 10,000-note benchmark, e5-small's tokenizer).
-# Timed on 2 cores (load 3.5-6), the same 2,048 fragments in 64-fragment
-# calls alternating call by call: 4.4 % and 11.1 % faster than in plan order
-# (two samples; the sessions run 3.5 % fewer batches and 4 % less attention).
-# The window only orders what is taken: edits still go first, and a fragment
-# re-planned or dropped meanwhile is taken as it is now, or not at all.
-LENGTH_WINDOW_FRAGMENTS = 1_024
 COMPACT_CHECK_EVERY = 4  # checkpoints between tombstone checks
 
 log = get_logger(__name__)
@@ -102,14 +89,7 @@ class SemanticIndex:
         self.read_only = read_only
         self.fingerprint = f"{embedder.fingerprint}-{CHUNKING_FINGERPRINT}"
         self._lock = threading.Lock()
-        # note id → {fragment id → fragment to embed}: planning one note must not
-        # scan every pending fragment of the space (that made a 10k-note plan quadratic).
-        self._pending: dict[str, dict[str, Fragment]] = {}
-        self._pending_count = 0
-        # Notes whose fragments go before the others: edits seen by a pass wait
-        # neither for a long build's backlog nor for the plan of every note.
-        self._first: dict[str, None] = {}
-        self._window: list[Fragment] = []  # of the backlog, shortest first (taken from the end)
+        self._pending = PendingFragments()
         self._dirty = False  # changes not yet checkpointed
         self._since_compaction = 0
         self._rebuild = GraphRebuild(directory)
@@ -213,7 +193,7 @@ class SemanticIndex:
             generation = self.generation + 1
             # Idle (nothing left to embed): the vectors become pages of the file
             # just written, shared with the followers (vector_store.py).
-            checksum = self.store.save(self._vector_path(generation), view=not self._pending_count)
+            checksum = self.store.save(self._vector_path(generation), view=not self._pending)
         # Encoded outside the lock (searches go on): only this thread changes the records.
         # How the graph saved was built (a compaction may have ended since the save).
         manifest = encode(self.fingerprint, generation, checksum, self.notes, self.calibration, self.store.saved_graph)
@@ -283,42 +263,32 @@ class SemanticIndex:
                     self._writable().replace(note.id, kept)
                 self._dirty = True
             kept_ids = {r.id for r in kept}
-            self._set_pending(note.id, {fid: f for fid, f in wanted.items() if fid not in kept_ids})
-            if first and note.id in self._pending:
-                self._first[note.id] = None
-        self.progress.pending = self._pending_count
+            self._pending.set(note.id, {fid: f for fid, f in wanted.items() if fid not in kept_ids}, first)
+        self.progress.pending = len(self._pending)
 
     def forget_missing(self, present: set[str]) -> None:
         """Drop notes the lexical index no longer has (a full pass)."""
         for note_id in [n for n in self.notes if n not in present]:
             self._drop_note(note_id)
-        for note_id in [n for n in self._pending if n not in present]:
-            self._set_pending(note_id, {})
-        self.progress.pending = self._pending_count
+        for note_id in [n for n in self._pending.notes() if n not in present]:
+            self._pending.set(note_id, {})
+        self.progress.pending = len(self._pending)
 
     def _drop_note(self, note_id: str) -> None:
         with self._lock:
             records = self._writable().pop(note_id)
             self.store.remove([r.key for r in records])
         self._dirty = self._dirty or bool(records)
-        self._set_pending(note_id, {})
-
-    def _set_pending(self, note_id: str, fragments: dict[str, Fragment]) -> None:
-        self._pending_count -= len(self._pending.pop(note_id, {}))
-        if fragments:
-            self._pending[note_id] = fragments
-            self._pending_count += len(fragments)
-        else:
-            self._first.pop(note_id, None)
+        self._pending.set(note_id, {})
 
     @property
     def has_pending(self) -> bool:
-        return self._pending_count > 0
+        return len(self._pending) > 0
 
     @property
     def has_first_pending(self) -> bool:
         """Whether fragments planned `first` wait for their embedding."""
-        return bool(self._first)
+        return self._pending.has_first
 
     def embed_pending(self, budget: int) -> int:
         """Embed up to `budget` pending fragments; checkpoint when due. Returns
@@ -326,14 +296,14 @@ class SemanticIndex:
 
         The fragments go to the embedder in one call, so that it can group them
         by length (a batch pads to its longest member)."""
-        batch = self._take(budget)
+        batch = self._pending.take(budget)
         if batch:
             vectors = self.embedder.embed_passages([f.embed_text for f in batch])
             self._add(batch, vectors)
             self.progress.embedded += len(batch)
             self._since_checkpoint += len(batch)
-        self.progress.pending = self._pending_count
-        if batch and (not self._pending_count or self._checkpoint_due()):
+        self.progress.pending = len(self._pending)
+        if batch and (not self._pending or self._checkpoint_due()):
             self.checkpoint()
         return len(batch)
 
@@ -341,33 +311,6 @@ class SemanticIndex:
         since = time.monotonic() - self.progress.last_checkpoint
         enough = since > CHECKPOINT_SECONDS or self._since_checkpoint >= CHECKPOINT_FRAGMENTS
         return enough and since >= CHECKPOINT_COST_FACTOR * self._checkpoint_seconds
-
-    def _take(self, budget: int) -> list[Fragment]:
-        """Up to `budget` pending fragments: those planned `first`, in plan
-        order, then the backlog's from the length window (longest first)."""
-        taken = {f.id: f for f in itertools.islice(self._first_fragments(), budget)}
-        while len(taken) < budget:
-            if not self._window:
-                backlog = (f for f in self._backlog_fragments() if f.id not in taken)
-                self._window = sorted(
-                    itertools.islice(backlog, LENGTH_WINDOW_FRAGMENTS), key=lambda f: len(f.embed_text)
-                )
-                if not self._window:
-                    break
-            candidate = self._window.pop()
-            fragment = self._pending.get(candidate.note_id, {}).get(candidate.id)
-            if fragment is not None:  # still wanted, in its current version
-                taken.setdefault(fragment.id, fragment)
-        return list(taken.values())
-
-    def _first_fragments(self) -> Iterator[Fragment]:
-        for note_id in self._first:
-            yield from self._pending[note_id].values()
-
-    def _backlog_fragments(self) -> Iterator[Fragment]:
-        for note_id, fragments in self._pending.items():
-            if note_id not in self._first:
-                yield from fragments.values()
 
     def _add(self, batch: Sequence[Fragment], vectors: np.ndarray) -> None:
         keys = np.array([f.key for f in batch], dtype=np.uint64)
@@ -378,12 +321,7 @@ class SemanticIndex:
                 record = Record(fragment.id, fragment.key, fragment.start, fragment.end, text_digest(fragment.text))
                 self._writable().add(fragment.note_id, record)
         self._dirty = True
-        for fragment in batch:
-            fragments = self._pending.get(fragment.note_id, {})
-            if fragments.pop(fragment.id, None) is not None:
-                self._pending_count -= 1
-            if not fragments:
-                self._set_pending(fragment.note_id, {})  # the note is done: off both queues
+        self._pending.done(batch)
 
     # -- calibration (semantic/probes.py) ----------------------------------
 

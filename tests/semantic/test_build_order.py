@@ -15,7 +15,7 @@ import pytest
 
 from notarium_search.notes.parse import parse_note
 from notarium_search.semantic import index as vector_index
-from notarium_search.semantic import vector_store
+from notarium_search.semantic import pending, vector_store
 from notarium_search.semantic.chunking import chunk_note
 from notarium_search.semantic.index import SemanticIndex
 from notarium_search.types import ParsedNote
@@ -97,7 +97,7 @@ def test_a_fragment_replanned_while_in_the_window_is_embedded_as_it_is_now(tmp_p
 
 @pytest.mark.parametrize("budget", [1, 7, 64])
 def test_a_backlog_smaller_than_the_budget_ends(tmp_path: Path, budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vector_index, "LENGTH_WINDOW_FRAGMENTS", 4)
+    monkeypatch.setattr(pending, "LENGTH_WINDOW_FRAGMENTS", 4)
     index = SemanticIndex(tmp_path / "vectors", RecordingEmbedder())
     notes = short_and_long(10)
     index.plan(notes)
