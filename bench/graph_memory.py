@@ -19,7 +19,7 @@ from pathlib import Path
 from notarium_search.graph.links import LinkGraph, NoteLinks
 from notarium_search.index.opening import Role, open_space
 from notarium_search.index.space import Space
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.settings import load_settings
 
 
@@ -53,7 +53,7 @@ def main() -> None:
 
 def build(space: Space) -> LinkGraph:
     graph = LinkGraph()
-    for payload in lexical.all_payloads(space.lexical):
+    for payload in stored_notes.all_payloads(space.lexical):
         graph.upsert(NoteLinks.of(payload))
     return graph
 

@@ -63,7 +63,7 @@ from bench.eval_collection import (
     write_space,
 )
 from bench.perf_lexical import code_version
-from notarium_search.lexical.search import all_payloads
+from notarium_search.lexical.stored import all_payloads
 from notarium_search.logsetup import configure_logging
 from notarium_search.notes.language import note_language
 from notarium_search.service import Service

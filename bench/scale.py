@@ -68,7 +68,7 @@ from bench.perf_lexical import (
     summarize,
 )
 from bench.perf_semantic import DEFAULT_MODEL_DIR, embed_all, load_average
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.logsetup import configure_logging
 from notarium_search.notes.parse import decode_note, parse_note
 from notarium_search.semantic.chunking import chunk_note
@@ -152,7 +152,7 @@ def _fts5_phase(settings: Settings, work: Path, queries: list[BenchQuery], plan:
     plain text), so the two engines differ only in how they index and search."""
     service = Service(settings, read_only=True)
     try:
-        rows = [(p.id, p.title, p.text) for p in lexical.all_payloads(service.spaces[SPACE].lexical)]
+        rows = [(p.id, p.title, p.text) for p in stored_notes.all_payloads(service.spaces[SPACE].lexical)]
     finally:
         service.stop()
     database = work / "fts5.sqlite"

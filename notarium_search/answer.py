@@ -32,6 +32,7 @@ from notarium_search.fusion import (
     ranking,
 )
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.types import (
     ChannelQuery,
     ChannelResult,
@@ -198,7 +199,7 @@ def fused_notes(space: Space, results: list[ChannelResult], count: int) -> tuple
     ranked = ranking(results, space.settings.fusion)[: count + FETCH_SLACK]
     notes, missing = carried(results, ranked)
     if missing:
-        notes.update(lexical.summaries_by_id(space.lexical, missing))
+        notes.update(stored_notes.summaries_by_id(space.lexical, missing))
     return ranked, notes
 
 

@@ -18,7 +18,7 @@ from notarium_search.index.manifest import named_skipped
 from notarium_search.index.opening import NotIndexed, Role, open_space
 from notarium_search.index.registry import why_unopened
 from notarium_search.index.space import Space
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.lexical.store import IndexLocked, IndexUnreadable
 from notarium_search.notes.scan import SpaceUnavailable, check_root
 from notarium_search.settings import Settings, SpaceConfig
@@ -171,7 +171,7 @@ def _semantic_row(space: Space, fingerprint: str | None) -> dict[str, Any]:
         return {"state": "unavailable", "embedded": None, "total": None, "reason": fingerprint[1:]}
     from notarium_search.semantic.counting import count_embedded  # only when on
 
-    notes = (payload.to_note() for payload in lexical.all_payloads(space.lexical))
+    notes = (payload.to_note() for payload in stored_notes.all_payloads(space.lexical))
     remote = fingerprint == REMOTE
     count = count_embedded(space.directory / "vectors", None if remote else fingerprint, notes)
     state = "complete" if count.embedded == count.total else "partial"

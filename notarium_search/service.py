@@ -27,6 +27,7 @@ from notarium_search.index.registry import Spaces
 from notarium_search.index.space import Space
 from notarium_search.lexical import metadata
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.lexical import values as lexical_values
 from notarium_search.logsetup import get_logger
 from notarium_search.malloc_trim import MemoryTrimmer
@@ -226,7 +227,7 @@ class Service:
         if semantic is None or not semantic.ready:
             why = READ_ONLY_WITHOUT_MEANING if semantic is None else semantic.why_not_ready()
             raise ChannelUnavailable(f"related notes need the semantic channel: {why}")
-        if lexical.get_note(space.lexical, note_id) is None:
+        if stored_notes.get_note(space.lexical, note_id) is None:
             raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
         echoes = semantic.related(note_id, limit, min_days_apart * 86400, allowed)
         return [echo for echo in echoes if space.on_disk(echo.note)]
@@ -262,19 +263,19 @@ class Service:
 
     @guarded
     def has_note(self, name: str, note_id: str) -> bool:
-        return bool(lexical.payloads_by_id(self.space(name).lexical, [note_id]))
+        return bool(stored_notes.payloads_by_id(self.space(name).lexical, [note_id]))
 
     @guarded
     def note(self, name: str, note_id: str, content: bool = False) -> NoteDetail:
         """A note's metadata, outgoing links, backlinks and dangling links;
         its Markdown too when `content` (bounded like indexing)."""
         space = self.space(name)
-        payloads = lexical.payloads_by_id(space.lexical, [note_id])
+        payloads = stored_notes.payloads_by_id(space.lexical, [note_id])
         payload = payloads.get(note_id)
         if payload is None or not space.on_disk(payload.summary()):
             raise NoteNotFound(f"no note with id {note_id[:200]!r} in space {name}")
         outgoing, backlinking = space.graph.links(note_id)
-        linked = lexical.payloads_by_id(
+        linked = stored_notes.payloads_by_id(
             space.lexical, {link.target_id for link in outgoing if link.target_id} | set(backlinking)
         )
         links: list[NoteLink] = []

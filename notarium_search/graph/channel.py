@@ -22,6 +22,7 @@ from notarium_search.errors import ChannelUnavailable
 from notarium_search.graph.links import Link, LinkGraph, NoteLinks
 from notarium_search.graph.ranking import GraphHit, explain, rank_neighbours
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Snippet
@@ -90,14 +91,14 @@ class GraphChannel(ChannelHooks):
                     self._build()
 
     def _apply(self, changed: set[str], deleted: set[str]) -> None:
-        payloads = lexical.links_by_id(self.lexical, changed)
+        payloads = stored_notes.links_by_id(self.lexical, changed)
         for note_id in set(deleted) | (changed - set(payloads)):
             self.graph.remove(note_id)
         for payload in payloads.values():
             self.graph.upsert(NoteLinks.of(payload))
 
     def _build(self) -> None:
-        for payload in lexical.all_links(self.lexical):
+        for payload in stored_notes.all_links(self.lexical):
             self.graph.upsert(NoteLinks.of(payload))
         self.built = True
         stats = self.graph.stats()
@@ -170,7 +171,7 @@ class GraphChannel(ChannelHooks):
             answer = self._ask(LinksOf(note_id))
             return tuple(answer.outgoing), tuple(answer.backlinks)
         self.ensure_built()
-        stored = lexical.links_by_id(self.lexical, [note_id]).get(note_id)
+        stored = stored_notes.links_by_id(self.lexical, [note_id]).get(note_id)
         written = stored.wikilinks() if stored is not None else ()
         return self.graph.outgoing(note_id, written), self.graph.backlinks(note_id)
 
@@ -198,7 +199,7 @@ class GraphChannel(ChannelHooks):
             # too, while the writer does not answer.
             return ChannelResult(CHANNEL, (), unanswered=str(exc))
         ranked = [h for h in neighbours if allowed is None or h.note_id in allowed][: query.depth]
-        notes = lexical.summaries_by_id(self.lexical, [h.note_id for h in ranked])
+        notes = stored_notes.summaries_by_id(self.lexical, [h.note_id for h in ranked])
         hits = tuple(
             ChannelHit(notes[h.note_id], h.score, (), reason=explain(h, titles))
             for h in ranked

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Iterator
 
 import msgspec
 import tantivy
@@ -25,15 +24,14 @@ from notarium_search.lexical.query import (
 )
 from notarium_search.lexical.schema import (
     Payload,
-    PayloadLinks,
     decode_head,
-    decode_links,
     decode_payload,
     index_date,
     meta_term,
 )
 from notarium_search.lexical.snippets import MAX_SNIPPETS, located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
+from notarium_search.lexical.stored import raw_by_id, raw_payload
 from notarium_search.lexical.word_matches import HighlightTerms, LanguageTerms, find_matches
 from notarium_search.settings import RankingConfig
 from notarium_search.types import (
@@ -42,7 +40,6 @@ from notarium_search.types import (
     FeedFilter,
     FeedPage,
     KnownName,
-    NoteSummary,
     Snippet,
     TextRange,
 )
@@ -98,7 +95,7 @@ def search(
     rows += [(float(s), a, None) for s, a in result.hits if (a.segment_ord, a.doc) not in first]
     hits = []
     for rank, (score, address, name) in enumerate(rows[:limit]):
-        raw = read.get((address.segment_ord, address.doc)) or _raw_payload(searcher, address)
+        raw = read.get((address.segment_ord, address.doc)) or raw_payload(searcher, address)
         # The stored note and the query's terms: enough to cut the snippets
         # later (`snippets_of`), for the hits fusion keeps.
         later = Evidence(raw, terms, filters.sections) if with_snippets else None
@@ -166,7 +163,7 @@ def _named(
         return _with_filters(Query.boolean_query([(Occur.Must, query), *excluded]), filters, index.schema)
 
     def head(address: tantivy.DocAddress) -> tuple[str, str, str, tuple[str, ...]]:
-        raw = read[address.segment_ord, address.doc] = _raw_payload(searcher, address)
+        raw = read[address.segment_ord, address.doc] = raw_payload(searcher, address)
         note = decode_head(raw)
         return note.id, note.path, note.title, note.aliases
 
@@ -184,7 +181,7 @@ def highlights(
     language = index.languages[0]
     if len(index.languages) > 1 and note_id:
         # Only the stored note's head is decoded: its language, not its text.
-        language = next((decode_head(raw).language for _, raw in _raw_by_id(index, [note_id])), language)
+        language = next((decode_head(raw).language for _, raw in raw_by_id(index, [note_id])), language)
     plan = plan_query(query, analyzers(language))
     if plan.is_empty:
         return ()
@@ -249,7 +246,7 @@ def feed_payloads(
             rows = [row for row in rows if row[0] != rows[-1][0]]
         # Ordered on the id from each stored note's head (3x faster to decode);
         # only the notes of the page are decoded whole, not the slack behind it.
-        raws = ((key, _raw_payload(searcher, address)) for key, address in rows)
+        raws = ((key, raw_payload(searcher, address)) for key, address in rows)
         items = sorted(((key, decode_head(raw).id, raw) for key, raw in raws), key=lambda item: (-item[0], item[1]))
         if after is not None:
             items = [i for i in items if i[0] < after[0] or (i[0] == after[0] and i[1] > after[1])]
@@ -271,48 +268,6 @@ def _every_word(index: LexicalIndex, searcher: tantivy.Searcher, text: str) -> l
     return [(Occur.Must, Query.boolean_query([(Occur.Should, q) for q in each]))]
 
 
-def all_payloads(index: LexicalIndex) -> Iterator[Payload]:
-    """Every committed note (for full passes such as a vector build)."""
-    return map(decode_payload, _all_raw(index))
-
-
-def all_links(index: LexicalIndex) -> Iterator[PayloadLinks]:
-    """Every committed note's head and links as written (the link graph's build)."""
-    return map(decode_links, _all_raw(index))
-
-
-def _all_raw(index: LexicalIndex) -> Iterator[bytes]:
-    searcher = index.searcher()
-    total = int(searcher.num_docs)
-    if total:
-        for _, address in searcher.search(Query.all_query(), total, count=False).hits:
-            yield _raw_payload(searcher, address)
-
-
-def links_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, PayloadLinks]:
-    """The notes' heads and links as written (not their texts)."""
-    return {note_id: decode_links(raw) for note_id, raw in _raw_by_id(index, note_ids)}
-
-
-def payloads_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, Payload]:
-    return {note_id: decode_payload(raw) for note_id, raw in _raw_by_id(index, note_ids)}
-
-
-def summaries_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> dict[str, NoteSummary]:
-    """The notes as listed in results: only each payload's head is decoded."""
-    return {note_id: decode_head(raw).summary() for note_id, raw in _raw_by_id(index, note_ids)}
-
-
-def _raw_by_id(index: LexicalIndex, note_ids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
-    searcher = index.searcher()
-    # One term query per id: 3 µs each at 10,000 notes, where one term-set
-    # query over 100 ids took 2.2 ms.
-    for note_id in dict.fromkeys(note_ids):
-        result = searcher.search(Query.term_query(index.schema, "id", note_id), 1, count=False)
-        if result.hits:
-            yield note_id, _raw_payload(searcher, result.hits[0][1])
-
-
 def note_ids_matching(index: LexicalIndex, filters: FeedFilter) -> set[str] | None:
     """Ids of the notes a filter allows; None when there is no filter."""
     if filters.is_empty:
@@ -320,7 +275,7 @@ def note_ids_matching(index: LexicalIndex, filters: FeedFilter) -> set[str] | No
     searcher = index.searcher()
     query = _with_filters(Query.all_query(), filters, index.schema)
     total = max(int(searcher.num_docs), 1)
-    return {decode_head(_raw_payload(searcher, a)).id for _, a in searcher.search(query, total, count=False).hits}
+    return {decode_head(raw_payload(searcher, a)).id for _, a in searcher.search(query, total, count=False).hits}
 
 
 def count_notes(index: LexicalIndex, filters: FeedFilter | None = None) -> int:
@@ -331,26 +286,6 @@ def count_notes(index: LexicalIndex, filters: FeedFilter | None = None) -> int:
     # `count` exists at run time but is missing from tantivy-py 0.27's stubs.
     counted: int | None = getattr(searcher.search(query, 1, count=True), "count", None)
     return counted or 0
-
-
-def get_note(index: LexicalIndex, note_id: str) -> tuple[NoteSummary, str] | None:
-    searcher = index.searcher()
-    result = searcher.search(Query.term_query(index.schema, "id", note_id), 1, count=False)
-    if not result.hits:
-        return None
-    payload = _payload(searcher, result.hits[0][1])
-    return payload.summary(), payload.text
-
-
-def _payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> Payload:
-    return decode_payload(_raw_payload(searcher, address))
-
-
-def _raw_payload(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> bytes:
-    raw = searcher.doc(address).get_first("payload")
-    if not isinstance(raw, bytes):
-        raise ValueError("indexed document without payload: the index needs a rebuild")
-    return raw
 
 
 class Evidence(msgspec.Struct, frozen=True):

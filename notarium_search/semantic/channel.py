@@ -26,7 +26,7 @@ from msgspec.structs import replace
 
 from notarium_search.channel import ChannelHooks
 from notarium_search.errors import ChannelUnavailable
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.logsetup import get_logger
@@ -153,7 +153,7 @@ class SemanticChannel(ChannelHooks):
     def replan(self, in_slices: bool = False) -> None:
         """Plan every note's fragments again, forgetting notes that are gone."""
         assert self.index is not None
-        self._replan = _Replan(lexical.all_payloads(self.lexical))
+        self._replan = _Replan(stored_notes.all_payloads(self.lexical))
         self._build_started = time.monotonic()
         self.index.progress.embedded = 0
         while not in_slices and self._replan is not None:
@@ -194,7 +194,7 @@ class SemanticChannel(ChannelHooks):
             return
         if self._replan is not None:
             self._replan.fresher |= changed | deleted
-        payloads = lexical.payloads_by_id(self.lexical, changed)
+        payloads = stored_notes.payloads_by_id(self.lexical, changed)
         self.index.plan([p.to_note() for p in payloads.values()], deleted | (changed - set(payloads)), first=True)
         if not self.index.has_pending:
             self.calibrate_if_due()
@@ -242,7 +242,7 @@ class SemanticChannel(ChannelHooks):
             return
         notes = sorted(index.notes)
         sample = notes[:: max(1, len(notes) // SAMPLE_NOTES)][:SAMPLE_NOTES]
-        texts = (payload.text for payload in lexical.payloads_by_id(self.lexical, sample).values())
+        texts = (payload.text for payload in stored_notes.payloads_by_id(self.lexical, sample).values())
         try:
             index.calibrate(source_words(texts))
         except Exception as exc:  # noqa: BLE001 - a probe the embedder fails (a server gone mid-answer) leaves the margin as it was

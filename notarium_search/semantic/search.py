@@ -10,6 +10,7 @@ import numpy as np
 from msgspec.structs import replace
 
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.lexical.schema import Payload
 from notarium_search.lexical.snippets import located, make_snippets
 from notarium_search.lexical.store import LexicalIndex
@@ -45,7 +46,7 @@ def search(
         by_note[note_id].append((key, score))
     ranked = sorted(by_note.items(), key=lambda item: -item[1][0][1])[:limit]
     depth = len(ranked) if snippet_depth is None else snippet_depth
-    payloads = lexical.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
+    payloads = stored_notes.payloads_by_id(lexical_index, [note_id for note_id, _ in ranked[:depth]])
     terms = lexical.query_terms(lexical_index, text)
     unrelated = unrelated_score(index, query)
     margin = index.margin()  # the model's, or what this space's noise asks (semantic/probes.py)
@@ -101,7 +102,7 @@ def snippets_of(lexical_index: LexicalIndex, hit: ChannelHit) -> tuple[Snippet, 
     from the note as the lexical index holds it now."""
     if hit.snippets or not isinstance(hit.evidence, Evidence):
         return hit.snippets
-    payload = lexical.payloads_by_id(lexical_index, [hit.note_id]).get(hit.note_id)
+    payload = stored_notes.payloads_by_id(lexical_index, [hit.note_id]).get(hit.note_id)
     if payload is None:
         return ()
     records = _records(hit.evidence.index, hit.note_id, hit.evidence.fragments)
@@ -148,7 +149,7 @@ def related(
         for other_id, other, score in index.search(vector, RELATED_NEIGHBOURS, allowed):
             if other_id != note_id and score > best.get(other_id, (-2.0,))[0]:
                 best[other_id] = (score, other, record)
-    payloads = lexical.payloads_by_id(lexical_index, [note_id, *best])
+    payloads = stored_notes.payloads_by_id(lexical_index, [note_id, *best])
     source = payloads.get(note_id)
     if source is None:
         return []

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.service import Service
 from notarium_search.settings import Settings
 from tests.api.test_server import STARTUP_SECONDS, Served, wait_until_ready
@@ -34,7 +34,7 @@ def write_many(vault: Vault) -> None:
 def contents(settings: Settings) -> dict[str, str]:
     service = Service(settings, read_only=True)
     try:
-        return {p.id: p.text for p in lexical.all_payloads(service.spaces["notes"].lexical)}
+        return {p.id: p.text for p in stored_notes.all_payloads(service.spaces["notes"].lexical)}
     finally:
         service.stop()
 

@@ -12,6 +12,7 @@ from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.service import Service
 from notarium_search.types import FeedFilter
 from tests.conftest import Vault, eventually
@@ -26,7 +27,7 @@ def fill(vault: Vault) -> None:
 
 def state(service: Service) -> tuple[dict[str, str], list[str]]:
     space = service.spaces["notes"]
-    notes = {p.id: p.text for p in lexical.all_payloads(space.lexical)}
+    notes = {p.id: p.text for p in stored_notes.all_payloads(space.lexical)}
     hits = sorted(h.note.id for h in service.search("notes", "commun", FeedFilter(), 100).results)
     return notes, hits
 

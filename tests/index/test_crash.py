@@ -27,6 +27,7 @@ import pytest
 from bench.perf_lexical import free_port, server_env
 from notarium_search.index.lock import LOCK_FILE
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.service import Service
 from notarium_search.settings import Settings, SpaceConfig
 from notarium_search.types import FeedFilter
@@ -177,7 +178,7 @@ def snapshot(index_dir: Path, spaces_root: Path) -> dict[str, object]:
         space = service.spaces["notes"]
         space.writing.run_reconcile()  # what a restart does first
         ranking = service.settings.ranking
-        stored = {p.id: (p.path, p.title, p.tags, p.text) for p in lexical.all_payloads(space.lexical)}
+        stored = {p.id: (p.path, p.title, p.tags, p.text) for p in stored_notes.all_payloads(space.lexical)}
         # Every match, as a set: BM25 counts deleted documents until segments
         # merge, so an index that lived through deletions may order near-ties
         # differently from a fresh one; which notes match must not differ.
@@ -299,7 +300,7 @@ def test_kill_9_during_a_vector_build_ends_with_the_clean_fragment_set(tmp_path:
         assert space.semantic is not None
         assert space.semantic.index is not None
         stored = {r.id for records in space.semantic.index.notes.values() for r in records}
-        wanted = {f.id for p in lexical.all_payloads(space.lexical) for f in chunk_note(p.to_note())}
+        wanted = {f.id for p in stored_notes.all_payloads(space.lexical) for f in chunk_note(p.to_note())}
         assert stored == wanted
         assert space.semantic.index.size() == len(wanted)  # no stray vectors either
     finally:

@@ -16,7 +16,7 @@ import pytest
 from notarium_search.index import indexer as indexer_module
 from notarium_search.index.opening import Role, open_space
 from notarium_search.index.space import Space
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.notes import scan
 from notarium_search.notes.scan import SpaceUnavailable, scan_space
 from notarium_search.service import Service
@@ -170,7 +170,7 @@ def test_a_note_takes_its_id_back_when_the_holder_goes(vault: Vault):
 
 def id_owners(service: Service) -> dict[str, str]:
     """note id → path, as the index holds them."""
-    return {p.id: p.path for p in lexical.all_payloads(service.spaces["notes"].lexical)}
+    return {p.id: p.path for p in stored_notes.all_payloads(service.spaces["notes"].lexical)}
 
 
 @pytest.mark.parametrize("targeted", [False, True])
@@ -303,7 +303,7 @@ def test_include_and_exclude_globs_choose_the_notes(tmp_path: Path):
     service = Service(settings)
     space = service.spaces["notes"]
     space.writing.run_reconcile()
-    assert sorted(p.path for p in lexical.all_payloads(space.lexical)) == sorted(kept)
+    assert sorted(p.path for p in stored_notes.all_payloads(space.lexical)) == sorted(kept)
     # A watcher's report is filtered the same way.
     for rel in dropped:
         (notes / rel).write_text(note("changed", "modifié"), encoding="utf-8")
@@ -496,7 +496,7 @@ def test_crash_between_the_index_commit_and_the_manifest_leaves_no_ghost(
     vault.remove("b.md")  # while the service is down
     service = vault.service()
     # The index itself, not the answers: those hide notes whose file is gone.
-    stored = {p.id: p.text for p in lexical.all_payloads(service.spaces["notes"].lexical)}
+    stored = {p.id: p.text for p in stored_notes.all_payloads(service.spaces["notes"].lexical)}
     assert stored == {"a2": "renommé"}
     service.stop()
 
@@ -510,7 +510,7 @@ def test_unreadable_unsettled_record_redoes_every_note(vault: Vault):
     vault.remove("b.md")
     service = vault.service()
     space = service.spaces["notes"]
-    assert {p.id for p in lexical.all_payloads(space.lexical)} == {"a"}
+    assert {p.id for p in stored_notes.all_payloads(space.lexical)} == {"a"}
     assert space.writing.indexer.progress.indexed == 1  # read again, though unchanged: nothing was certain
     assert not (vault.index_dir / "notes" / "unsettled.json").exists()
     service.stop()
@@ -689,7 +689,7 @@ def test_a_pass_over_reported_paths_reads_only_those(vault: Vault):
     (vault.root / "notes" / "dossier").rename(vault.root / "notes" / "classeur")
     progress = space.writing.run_reconcile(paths={"dossier"})
     assert progress.indexed == 2  # b (unreported before) and c at its new path
-    assert {p.path for p in lexical.all_payloads(space.lexical)} == {"b.md", "classeur/c.md"}
+    assert {p.path for p in stored_notes.all_payloads(space.lexical)} == {"b.md", "classeur/c.md"}
     service.stop()
 
 
@@ -704,7 +704,7 @@ def test_a_reported_path_is_filtered_like_a_scan(vault: Vault, tmp_path: Path):
     (vault.root / "notes" / "lien.md").symlink_to(outside)
     progress = space.writing.run_reconcile(paths={".cache/x.md", "notes.txt", "lien.md"})
     assert progress.indexed == 0
-    assert {p.id for p in lexical.all_payloads(space.lexical)} == {"a"}
+    assert {p.id for p in stored_notes.all_payloads(space.lexical)} == {"a"}
     service.stop()
 
 

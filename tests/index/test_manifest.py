@@ -24,7 +24,7 @@ EXHAUSTION = textwrap.dedent(
     """
     import json, os, sys
     from pathlib import Path
-    from notarium_search.lexical import search as lexical
+    from notarium_search.lexical import stored as stored_notes
     from notarium_search.logsetup import configure_logging
     from notarium_search.service import Service
     from notarium_search.settings import Settings, SpaceConfig
@@ -60,7 +60,7 @@ EXHAUSTION = textwrap.dedent(
             passes.append("ok")
         except BaseException as exc:
             passes.append(type(exc).__name__)
-    indexed = sorted(p.path for p in lexical.all_payloads(space.lexical))
+    indexed = sorted(p.path for p in stored_notes.all_payloads(space.lexical))
     service.stop()
     print(json.dumps({"failed": failed, "passes": passes, "indexed": indexed,
                       "files": sorted(p.name for p in notes.iterdir())}))

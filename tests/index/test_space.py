@@ -14,7 +14,7 @@ from litestar.testing import TestClient
 from notarium_search.api.app import create_app
 from notarium_search.index.opening import Role, open_space
 from notarium_search.index.space import Space
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.lexical.store import IndexLocked
 from notarium_search.service import Service
 from notarium_search.types import FeedFilter, IndexState
@@ -26,7 +26,7 @@ def note(note_id: str, body: str) -> str:
 
 
 def stored_ids(service: Service) -> set[str]:
-    return {p.id for p in lexical.all_payloads(service.spaces["notes"].lexical)}
+    return {p.id for p in stored_notes.all_payloads(service.spaces["notes"].lexical)}
 
 
 def test_an_index_older_than_its_manifest_is_repaired(vault: Vault):

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.service import Service
 from notarium_search.types import FeedFilter
 from tests.conftest import WAIT_SECONDS, Vault, eventually, ids
@@ -74,7 +74,7 @@ def test_a_burst_of_500_files_then_no_ghosts(vault: Vault, live: Service):
         vault.remove(f"lot/n{i:03}.md")
     eventually(lambda: live.spaces["notes"].status().notes == 251)
     every = [f"n{i:03}" for i in range(500)]
-    left = lexical.payloads_by_id(live.spaces["notes"].lexical, every)
+    left = stored_notes.payloads_by_id(live.spaces["notes"].lexical, every)
     assert sorted(left) == every[1::2]  # exactly the files still there
     assert found(live, "numero2 ") == []  # deleted (the trailing space: a whole word, not a prefix)
     assert found(live, "numero3 ") == ["n003"]

@@ -9,7 +9,7 @@ import pytest
 from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.notes.parse import MAX_META_ITEMS, clean_frontmatter, flatten_meta
 from notarium_search.semantic.chunking import chunk_note
 from notarium_search.service import Service
@@ -149,7 +149,7 @@ def test_collection_filter_on_search_feed_and_related(vault: Vault, service: Ser
 
 
 def test_section_chunking_makes_one_fragment_per_section(service: Service):
-    payload = lexical.payloads_by_id(service.spaces["notes"].lexical, ["publications/Article Livre.md"])
+    payload = stored_notes.payloads_by_id(service.spaces["notes"].lexical, ["publications/Article Livre.md"])
     note = payload["publications/Article Livre.md"].to_note()
     assert note.chunking == "section"
     fragments = chunk_note(note)

@@ -7,7 +7,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.notes.parse import parse_note
 
@@ -26,7 +26,7 @@ def delete_and_commit(directory: Path) -> None:
     index = LexicalIndex(directory, "fr")
     index.delete("n1")
     index.commit()
-    assert "n1" not in {payload.id for payload in lexical.all_payloads(index)}
+    assert "n1" not in {payload.id for payload in stored_notes.all_payloads(index)}
     index.close()
 
 

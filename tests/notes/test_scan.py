@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.notes.scan import MAX_FOLDER_DEPTH, OutsideSpace, open_note, scan_space
 from notarium_search.settings import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from notarium_search.types import FeedFilter, IndexProgress
@@ -93,7 +93,7 @@ def test_a_symlink_swapped_after_the_scan_is_not_read(vault: Vault, tmp_path: Pa
     link.symlink_to(vault.root / "notes" / "inside.md")  # inside the space: allowed
     service = vault.service()
     space = service.spaces["notes"]
-    assert "b.md" in {p.path for p in lexical.all_payloads(space.lexical)}
+    assert "b.md" in {p.path for p in stored_notes.all_payloads(space.lexical)}
     os.utime(link, follow_symlinks=False)
     (vault.root / "notes" / "inside.md").write_text(note("inside", "contenu permis modifié"))
 
@@ -105,7 +105,7 @@ def test_a_symlink_swapped_after_the_scan_is_not_read(vault: Vault, tmp_path: Pa
     vault.write("a.md", note("a", "premier texte modifié"))
     space.writing.run_reconcile(swap_after_first)
     assert link.resolve() == outside  # the swap happened between the scan and the read of b.md
-    stored = {p.path: p.text for p in lexical.all_payloads(space.lexical)}
+    stored = {p.path: p.text for p in stored_notes.all_payloads(space.lexical)}
     assert not any("bancaire" in text for text in stored.values())
     assert "b.md" not in stored
     service.stop()

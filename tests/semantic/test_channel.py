@@ -19,7 +19,7 @@ from litestar.testing import TestClient
 
 from notarium_search.api.app import create_app
 from notarium_search.errors import ChannelUnavailable
-from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.semantic import vector_store
 from notarium_search.semantic.channel import PLANNING
 from notarium_search.semantic.chunking import chunk_note
@@ -48,7 +48,7 @@ def long_note(note_id: str, topic: str, paragraphs: int = 8) -> str:
 
 def expected_fragments(service: Service, space: str = "notes") -> set[str]:
     index = service.spaces[space].lexical
-    return {f.id for payload in lexical.all_payloads(index) for f in chunk_note(payload.to_note())}
+    return {f.id for payload in stored_notes.all_payloads(index) for f in chunk_note(payload.to_note())}
 
 
 def stored_fragments(service: Service, space: str = "notes") -> set[str]:
@@ -108,7 +108,7 @@ def test_an_idle_writer_maps_its_vectors_and_an_edit_works_on_a_copy(vault: Vaul
     assert index.store.viewed
     assert stored_fragments(service) == expected_fragments(service)
     # Each stored vector is its fragment's as the note reads now (the copy took the edit).
-    fragments = [f for p in lexical.all_payloads(space.lexical) for f in chunk_note(p.to_note())]
+    fragments = [f for p in stored_notes.all_payloads(space.lexical) for f in chunk_note(p.to_note())]
     by_id = {r.id: r for r in index.fragments_of("long")}
     stored = index.vectors([by_id[f.id] for f in fragments])
     fresh = HashEmbedder().embed_passages([f.embed_text for f in fragments])  # type: ignore[no-untyped-call]
@@ -714,7 +714,7 @@ def test_the_plan_at_start_runs_in_slices_and_yields_to_edits(vault: Vault, monk
     space.writing.run_queued_pass()
     semantic.work_slice()  # the edits' fragments are embedded first, before the plan goes on
     assert semantic.index is not None
-    wanted = {f.id for f in chunk_note(lexical.payloads_by_id(space.lexical, ["n10"])["n10"].to_note())}
+    wanted = {f.id for f in chunk_note(stored_notes.payloads_by_id(space.lexical, ["n10"])["n10"].to_note())}
     assert {r.id for r in semantic.index.notes["n10"]} == wanted
     assert semantic.has_work
     while semantic.has_work:

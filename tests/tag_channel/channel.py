@@ -14,6 +14,7 @@ from collections import Counter
 from notarium_search.channel import ChannelHooks
 from notarium_search.index.channels import ChannelContext, Role
 from notarium_search.lexical import search as lexical
+from notarium_search.lexical import stored as stored_notes
 from notarium_search.lexical.store import LexicalIndex
 from notarium_search.types import ChannelHit, ChannelQuery, ChannelResult, ChannelState, ChannelStatus, Snippet
 
@@ -53,7 +54,7 @@ class TagChannel(ChannelHooks):
         if not self.built:
             self.rebuild()
             return
-        payloads = lexical.payloads_by_id(self.index, changed)
+        payloads = stored_notes.payloads_by_id(self.index, changed)
         with self._lock:
             for note_id in deleted | (changed - set(payloads)):
                 self._forget(note_id)
@@ -64,7 +65,7 @@ class TagChannel(ChannelHooks):
     def rebuild(self) -> None:
         with self._lock:
             self.tags, self.of_note = {}, {}
-            for payload in lexical.all_payloads(self.index):
+            for payload in stored_notes.all_payloads(self.index):
                 self._add(payload.id, payload.tags)
             self.built = True
 
@@ -102,7 +103,7 @@ class TagChannel(ChannelHooks):
             for word in {fold(w) for w in query.text.split()}:
                 counts.update(self.tags.get(word, set()))
         ranked = [n for n, _ in sorted(counts.items(), key=lambda c: (-c[1], c[0])) if allowed is None or n in allowed]
-        notes = lexical.summaries_by_id(self.index, ranked[: query.depth])
+        notes = stored_notes.summaries_by_id(self.index, ranked[: query.depth])
         hits = tuple(
             ChannelHit(notes[n], float(counts[n]), (), reason="tagged with the query") for n in ranked if n in notes
         )
