@@ -56,7 +56,7 @@ class WalkingIdentifier(LanguageIdentifier):  # type: ignore[misc]
 def raw_scores(detector: Any) -> Scores:
     """`detector._raw_score` (its classes' naive Bayes scores for a text's
     UTF-8 bytes), computed with the automaton walked for all bytes at once."""
-    moves = np.frombuffer(detector.tk_nextmove, dtype=np.uint32)
+    moves = np.asarray(detector.tk_nextmove)  # a view of py3langid's array, in its own item type
     rows = np.asarray(detector._rowbase, dtype=np.intp)
     outputs = np.asarray(detector.tk_output, dtype=np.intp)
     weights, priors = detector.nb_ptc, detector.nb_pc
