@@ -31,9 +31,9 @@ def place() -> Iterator[Path]:
 
 
 def aged(folder: Path) -> Path:
-    """The folder as a service long gone would have left it."""
+    """The folder (or link) as a service long gone would have left it."""
     old = time.time() - 10 * STALE_AFTER_SECONDS
-    os.utime(folder, (old, old))
+    os.utime(folder, (old, old), follow_symlinks=False)
     return folder
 
 
@@ -95,9 +95,8 @@ def test_a_dead_service_s_folder_is_removed_and_no_live_one(place: Path):
     (elsewhere / "keep.txt").write_text("not ours")
     link = place / f"{PREFIX}link"  # never followed
     link.symlink_to(elsewhere)
-    old = time.time() - 10 * STALE_AFTER_SECONDS
-    os.utime(elsewhere, (old, old))
-    os.utime(link, (old, old), follow_symlinks=False)
+    aged(elsewhere)
+    aged(link)
     other = place / "other-folder"
     other.mkdir()
     aged(other)

@@ -39,6 +39,8 @@ SOCKET_PATH_MAX = 108  # sun_path's size on Linux, its terminating zero included
 # A folder modified this recently may be another service's, made an instant
 # ago and not locked yet: left for a later start to look at again.
 STALE_AFTER_SECONDS = 60.0
+# A folder is opened to be locked, never through a link, nor kept by an exec'd child.
+_OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 log = get_logger(__name__)
 
@@ -75,7 +77,7 @@ def remove(folder: Path) -> None:
 
 
 def _hold(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    descriptor = os.open(folder, _OPEN_FOLDER)
     fcntl.flock(descriptor, fcntl.LOCK_SH)
     _HELD[folder] = descriptor
 
@@ -103,7 +105,7 @@ def _stale(folder: Path) -> bool:
     if seen.st_uid != os.geteuid() or time.time() - seen.st_mtime < STALE_AFTER_SECONDS:
         return False  # another user's, or maybe a service's starting now
     try:
-        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        descriptor = os.open(folder, _OPEN_FOLDER)
     except OSError:
         return False  # a link (never followed), a file
     try:
