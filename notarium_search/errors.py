@@ -32,6 +32,15 @@ class SpaceUnavailable(NotariumError):
     retry_after: int | None = 5
 
 
+class McpUnavailable(NotariumError):
+    """The worker that runs the MCP SDK for the others (mcp/owner.py) stopped
+    during a call, or does not answer: a new one takes over at the next call."""
+
+    status = 503
+    code = "mcp_unavailable"
+    retry_after: int | None = 1
+
+
 class NoteNotFound(NotariumError):
     status = 404
     code = "note_not_found"

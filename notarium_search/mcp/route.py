@@ -1,5 +1,6 @@
 """The /mcp route of the service, with the MCP SDK loaded in the background
-right after start.
+right after start, in one worker (mcp/owner.py): the others forward their
+calls to it.
 
 Importing the SDK and building the session manager takes ~0.4 s on an idle
 machine and ~37 MiB (46 → 83 MiB for the imports alone). Loaded by the first
@@ -12,6 +13,7 @@ it is, waits for it. docs/mcp.md.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -31,7 +33,9 @@ from litestar.types import (
     Send,
 )
 
+from notarium_search.errors import McpUnavailable
 from notarium_search.logsetup import get_logger
+from notarium_search.mcp import owner
 from notarium_search.service import Service
 from notarium_search.settings import Settings
 
@@ -39,6 +43,11 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 MCP_PATH = "/mcp"
+# The SDK's bound on a request body (its DEFAULT_MAX_REQUEST_BODY_SIZE, which
+# the manager keeps: tests/mcp/test_route.py), known here without the SDK: a
+# worker that forwards its calls never loads it.
+BODY_MAX_BYTES = 4 * 1024 * 1024
+HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"content-length"})
 
 log = get_logger(__name__)
 
@@ -52,18 +61,21 @@ class McpRoute:
         self._manager: StreamableHTTPSessionManager | None = None
         self._group: TaskGroup | None = None
         self._starting = anyio.Lock()
+        self._ownership = owner.Ownership(settings.sockets_dir)
         self.handler = self._handler()
 
     @asynccontextmanager
     async def lifespan(self, _: Litestar) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
             self._group = group
-            group.start_soon(self._preload)
+            if self._ownership.claim():
+                group.start_soon(self._own, "start")
             try:
                 yield
             finally:
                 self._group = None
-                group.cancel_scope.cancel()  # stops the manager, if a call started it
+                group.cancel_scope.cancel()  # stops the manager and the forwarded calls' listener
+        self._ownership.release()
 
     def _handler(self) -> ASGIRouteHandler:
         # A plain ASGI route rather than a mount: the endpoint is this one path, and
@@ -77,34 +89,111 @@ class McpRoute:
                 # (event stream) is then 405. Held open, that stream would also keep
                 # uvicorn from shutting down, waiting for the connection to close.
                 raise MethodNotAllowedException("the MCP endpoint takes POST requests only", headers={"Allow": "POST"})
-            manager = await self._started_manager()
-            # The SDK would take a request whose id is an object for a notification, and answer 202:
-            # its id is checked here first (mcp/request_id.py), the body then handed on as it came.
-            limit = manager.max_request_body_size
-            if _declared_length(scope) > limit:  # refused before a byte of it is read, as the SDK did
-                await _send_too_large(send, limit)
+            if _declared_length(scope) > BODY_MAX_BYTES:  # refused before a byte of it is read, as the SDK did
+                await _send_too_large(send, BODY_MAX_BYTES)
                 return
-            body = await _body(receive, limit)
+            body = await _body(receive, BODY_MAX_BYTES)
             if body is None:
                 return  # the client left before its body was complete: nobody to answer
-            if len(body) > limit:  # chunked, or longer than it said
-                await _send_too_large(send, limit)
+            if len(body) > BODY_MAX_BYTES:  # chunked, or longer than it said
+                await _send_too_large(send, BODY_MAX_BYTES)
                 return
+            if await self._forwarded(scope, body, send):
+                return
+            # The SDK would take a request whose id is an object for a notification, and answer 202:
+            # its id is checked here first (mcp/request_id.py), the body then handed on as it came.
+            # (Where the SDK is: a forwarding worker parses no JSON.)
             problem = _id_problem(body)
             if problem is not None:
-                await _send_invalid_request(send, problem)
+                await _send_json(send, 400, _invalid_request(problem))
                 return
+            manager = await self._started_manager()
             await manager.handle_request(cast(Any, scope), cast(Any, _replay(body, receive)), cast(Any, send))
 
         return mcp_endpoint
 
-    async def _preload(self) -> None:
+    async def _forwarded(self, scope: Scope, body: bytes, send: Send) -> bool:
+        """The call answered by the worker that owns the endpoint, or False
+        when this worker owns it (now, if the owner it had is gone)."""
+        deadline = anyio.current_time() + owner.LISTEN_WAIT_SECONDS
+        while not self._ownership.owned:
+            stream = await owner.connect(self._ownership.socket_path)
+            if stream is not None:
+                try:
+                    answered = await owner.forward(stream, _forwarded_request(scope, body))
+                except owner.OwnerGone as exc:  # the call may have run: the client decides whether to ask again
+                    log.warning("mcp_owner_gone", error=str(exc))
+                    raise McpUnavailable("the worker that runs MCP calls stopped during this one; retry") from None
+                await _send_answer(send, answered)
+                return True
+            if self._ownership.claim():  # nobody listens and nobody holds the lock: the owner died
+                await self._own("takeover")
+            elif anyio.current_time() >= deadline:  # held, and never listening: a stopped process
+                raise McpUnavailable("the worker that runs MCP calls does not answer; retry shortly")
+            else:
+                await anyio.sleep(owner.LISTEN_POLL_SECONDS)  # it took the lock and is binding its socket
+        return False
+
+    async def _own(self, by: str) -> None:
+        """This worker owns the endpoint: it listens for the others' calls
+        (when it has others) and loads the SDK."""
         try:
-            await self._started_manager("start")
+            if self._ownership.shared and self._group is not None:
+                await owner.listen(self._ownership.socket_path, self._answer_forwarded, BODY_MAX_BYTES, self._group)
+            await self._started_manager(by)
         except ServiceUnavailableException:
             pass  # stopped before it was ready: nothing to serve
         except Exception:  # the first call tries again, and answers the error if it happens again
             log.exception("mcp_http_preload_failed")
+
+    async def _answer_forwarded(self, request: owner.Forwarded) -> owner.Answered:
+        """Another worker's call, run by this worker's SDK."""
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "method": request.method,
+            "path": request.path,
+            "raw_path": request.path.encode(),
+            "root_path": "",
+            "query_string": request.query_string,
+            "headers": request.headers,
+            "scheme": request.scheme,
+            "http_version": request.http_version,
+            "client": request.client,
+            "server": request.server,
+        }
+        started: list[HTTPResponseStartEvent] = []
+        parts: list[bytes] = []
+
+        delivered = False
+
+        async def receive() -> ReceiveMessage:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                whole: HTTPRequestEvent = {"type": "http.request", "body": request.body, "more_body": False}
+                return whole
+            await anyio.sleep_forever()  # the forwarding worker watches its own client
+            raise AssertionError  # unreachable: sleep_forever ends by cancellation only
+
+        async def send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                started.append(message)
+            elif message["type"] == "http.response.body":
+                parts.append(message.get("body", b""))
+
+        problem = _id_problem(request.body)
+        if problem is not None:
+            body = json.dumps(_invalid_request(problem), separators=(",", ":")).encode()
+            return owner.Answered(400, [(b"content-type", b"application/json")], body)
+        try:
+            manager = await self._started_manager()
+        except ServiceUnavailableException as exc:  # this worker is stopping
+            return _unavailable(exc.detail)
+        await manager.handle_request(cast(Any, scope), cast(Any, receive), cast(Any, send))
+        if not started:  # cancelled: this worker is stopping
+            return _unavailable("the worker that runs MCP calls is stopping; retry")
+        return owner.Answered(started[0]["status"], list(started[0].get("headers", [])), b"".join(parts))
 
     async def _started_manager(self, by: str = "first call") -> StreamableHTTPSessionManager:
         async with self._starting:
@@ -117,8 +206,51 @@ class McpRoute:
                     raise ServiceUnavailableException("the MCP endpoint is not running; retry shortly")
                 await self._group.start(_run_manager, manager)
                 self._manager = manager
-                log.info("mcp_http_started", by=by, seconds=round(anyio.current_time() - started, 3))
+                log.info("mcp_http_started", by=by, pid=os.getpid(), seconds=round(anyio.current_time() - started, 3))
             return self._manager
+
+
+def _forwarded_request(scope: Scope, body: bytes) -> owner.Forwarded:
+    client, server = scope.get("client"), scope.get("server")
+    return owner.Forwarded(
+        method=str(scope.get("method", "POST")),
+        path=scope["path"],
+        query_string=scope.get("query_string", b""),
+        headers=[(name, value) for name, value in scope.get("headers", ())],
+        scheme=scope.get("scheme", "http"),
+        http_version=scope.get("http_version", "1.1"),
+        client=_address(client),
+        server=_address(server),
+        body=body,
+    )
+
+
+def _address(value: object) -> tuple[str, int] | None:
+    """A scope's (host, port), its port an int (granian's client port is a string)."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        return None
+    try:
+        return str(value[0]), int(value[1])
+    except (TypeError, ValueError):
+        return None
+
+
+async def _send_answer(send: Send, answered: owner.Answered) -> None:
+    """The owner's answer, as this worker's: its length said again, hop-by-hop headers dropped."""
+    headers = [(name, value) for name, value in answered.headers if name.lower() not in HOP_BY_HOP]
+    headers.append((b"content-length", str(len(answered.body)).encode()))
+    start: HTTPResponseStartEvent = {"type": "http.response.start", "status": answered.status, "headers": headers}
+    whole: HTTPResponseBodyEvent = {"type": "http.response.body", "body": answered.body, "more_body": False}
+    await send(start)
+    await send(whole)
+
+
+def _unavailable(detail: str) -> owner.Answered:
+    """A 503 from the owner, as `McpUnavailable` answers it."""
+    status, retry = McpUnavailable.status, str(McpUnavailable.retry_after)
+    body = json.dumps({"error": McpUnavailable.code, "detail": detail, "status": status}, separators=(",", ":"))
+    headers = [(b"content-type", b"application/json"), (b"retry-after", retry.encode())]
+    return owner.Answered(status, headers, body.encode())
 
 
 async def _body(receive: Receive, limit: int) -> bytes | None:
@@ -183,12 +315,12 @@ def _id_problem(body: bytes) -> str | None:
     return id_problem(body)
 
 
-async def _send_invalid_request(send: Send, problem: str) -> None:
+def _invalid_request(problem: str) -> dict[str, Any]:
     """A request with an id no request may have (mcp/request_id.py): -32600
     with a null id, and 400, as the SDK answers a message it cannot read."""
     from notarium_search.mcp.request_id import invalid_request
 
-    await _send_json(send, 400, invalid_request(problem))
+    return invalid_request(problem)
 
 
 def _build_manager(service: Service, settings: Settings) -> StreamableHTTPSessionManager:
