@@ -60,7 +60,10 @@ FORWARD_TIMEOUT_SECONDS = 120.0
 # it, so this is a few microseconds, unless it is stopped.
 LISTEN_WAIT_SECONDS = 5.0
 LISTEN_POLL_SECONDS = 0.05
+# An accept that failed (no descriptor left) is tried again after this long.
+ACCEPT_RETRY_SECONDS = 0.5
 _LENGTH = struct.Struct(">I")
+_INTERNAL_ERROR = b'{"error":"internal_error","detail":"internal error; see the server log","status":500}'
 
 log = get_logger(__name__)
 
@@ -132,6 +135,13 @@ class Ownership:
         self._lock = fd
         return True
 
+    def give_up(self) -> None:
+        """This worker keeps its own endpoint and lets the lock go: its socket
+        could not be made. Another worker may make one; if none can, each
+        serves its own calls, as with one worker."""
+        self.release()
+        self.folder = None
+
     def release(self) -> None:
         """The socket removed, then the lock let go (in that order: a new
         owner's socket, bound once it has the lock, is never removed)."""
@@ -148,7 +158,8 @@ async def listen(
 ) -> None:
     """Serve forwarded requests on `path` until `group` is cancelled; each
     connection carries one request. An existing socket file is a dead
-    owner's (the caller holds the lock) and is replaced."""
+    owner's (the caller holds the lock) and is replaced. Raises OSError when
+    the socket cannot be made."""
     listener = await anyio.create_unix_listener(path, mode=0o600)
 
     async def connection(stream: SocketStream) -> None:
@@ -160,11 +171,28 @@ async def listen(
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, ValueError) as exc:
                 log.warning("mcp_forward_unreadable", error=f"{type(exc).__name__}: {exc}")
                 return
-            answered = await answer(request)
+            try:
+                answered = await answer(request)
+            except Exception:  # one call's failure is its 500, never the end of the listener (and of the app)
+                log.exception("mcp_forward_failed")
+                answered = Answered(500, [(b"content-type", b"application/json")], _INTERNAL_ERROR)
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await _send_frame(stream, msgspec.msgpack.encode(answered))  # the forwarder left: nobody to answer
 
-    group.start_soon(listener.serve, connection, group)
+    async def accepting() -> None:
+        async with listener:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except anyio.ClosedResourceError:
+                    return
+                except (OSError, anyio.BrokenResourceError) as exc:  # no descriptor left (EMFILE): try again
+                    log.warning("mcp_forward_accept_failed", error=f"{type(exc).__name__}: {exc}")
+                    await anyio.sleep(ACCEPT_RETRY_SECONDS)
+                    continue
+                group.start_soon(connection, stream)
+
+    group.start_soon(accepting)
 
 
 async def connect(path: Path) -> SocketStream | None:

@@ -139,7 +139,11 @@ class McpRoute:
         (when it has others) and loads the SDK."""
         try:
             if self._ownership.shared and self._group is not None:
-                await owner.listen(self._ownership.socket_path, self._answer_forwarded, BODY_MAX_BYTES, self._group)
+                try:
+                    await owner.listen(self._ownership.socket_path, self._answer_forwarded, BODY_MAX_BYTES, self._group)
+                except OSError as exc:
+                    log.warning("mcp_socket_unavailable", error=str(exc), action="this worker answers its own calls")
+                    self._ownership.give_up()
             await self._started_manager(by)
         except ServiceUnavailableException:
             pass  # stopped before it was ready: nothing to serve

@@ -250,3 +250,37 @@ def test_the_body_bound_is_the_sdks(vault: Vault):
     from notarium_search.mcp.server import session_manager
 
     assert session_manager(vault.service(), vault.settings()).max_request_body_size == route.BODY_MAX_BYTES
+
+
+def test_a_call_that_fails_at_the_owner_is_its_500_and_the_owner_serves_on(folder: Path):
+    async def check() -> None:
+        calls = []
+
+        async def answer(request: owner.Forwarded) -> owner.Answered:
+            calls.append(request.body)
+            if len(calls) == 1:
+                raise RuntimeError("the SDK failed")
+            return owner.Answered(200, [(b"content-type", b"application/json")], b"{}")
+
+        async with anyio.create_task_group() as group:
+            await owner.listen(folder / owner.SOCKET_NAME, answer, 1000, group)
+            for expected in (500, 200):
+                stream = await owner.connect(folder / owner.SOCKET_NAME)
+                assert stream is not None
+                answered = await owner.forward(stream, route._forwarded_request(forwarded_scope(), b"{}"))
+                assert answered.status == expected
+            group.cancel_scope.cancel()
+        assert len(calls) == 2
+
+    anyio.run(check)
+
+
+def test_an_owner_whose_socket_cannot_be_made_answers_its_own_calls_and_lets_the_lock_go(vault: Vault, folder: Path):
+    write_french(vault)
+    (folder / owner.SOCKET_NAME).mkdir()  # the socket's path taken: its bind fails
+    with app_with_folder(vault, folder) as client:
+        answer = client.post("/mcp", json=INITIALIZE, headers=STREAMABLE_ACCEPT)
+        assert answer.status_code == 200, answer.text
+        other = owner.Ownership(folder)
+        assert other.claim()  # another worker may try to make the socket
+        other.release()
