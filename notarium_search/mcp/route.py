@@ -66,16 +66,18 @@ class McpRoute:
 
     @asynccontextmanager
     async def lifespan(self, _: Litestar) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as group:
-            self._group = group
-            if self._ownership.claim():
-                group.start_soon(self._own, "start")
-            try:
-                yield
-            finally:
-                self._group = None
-                group.cancel_scope.cancel()  # stops the manager and the forwarded calls' listener
-        self._ownership.release()
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                if self._ownership.claim():
+                    group.start_soon(self._own, "start")
+                try:
+                    yield
+                finally:
+                    self._group = None
+                    group.cancel_scope.cancel()  # stops the manager and the forwarded calls' listener
+        finally:
+            self._ownership.release()  # once nothing listens any more
 
     def _handler(self) -> ASGIRouteHandler:
         # A plain ASGI route rather than a mount: the endpoint is this one path, and

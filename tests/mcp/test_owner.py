@@ -246,12 +246,6 @@ def test_a_frame_longer_than_its_bound_is_not_read(folder: Path):
     anyio.run(check)
 
 
-def test_the_body_bound_is_the_sdks(vault: Vault):
-    from notarium_search.mcp.server import session_manager
-
-    assert session_manager(vault.service(), vault.settings()).max_request_body_size == route.BODY_MAX_BYTES
-
-
 def test_a_call_that_fails_at_the_owner_is_its_500_and_the_owner_serves_on(folder: Path):
     async def check() -> None:
         calls = []

@@ -9,10 +9,11 @@ import select
 import socket
 
 from notarium_search.api.app import create_app
+from notarium_search.mcp import route
 from tests.api.browser import quiet, serving
 from tests.conftest import Vault
 
-LIMIT = 4 * 1024 * 1024  # the MCP SDK's default bound (DEFAULT_MAX_REQUEST_BODY_SIZE)
+LIMIT = route.BODY_MAX_BYTES  # the MCP SDK's default bound (DEFAULT_MAX_REQUEST_BODY_SIZE): checked below
 CHUNK = 64 * 1024
 SENT_AT_MOST = 100 * 1024 * 1024
 
@@ -48,3 +49,9 @@ def test_a_body_over_the_bound_is_refused_without_being_read_whole(vault: Vault)
                 b"Content-Length: 100000000\r\n\r\n"
             )
             assert raw.recv(4096).startswith(b"HTTP/1.1 413")  # at once: no wait for the body deadline
+
+
+def test_the_body_bound_is_the_sdks(vault: Vault):
+    from notarium_search.mcp.server import session_manager
+
+    assert session_manager(vault.service(), vault.settings()).max_request_body_size == route.BODY_MAX_BYTES
