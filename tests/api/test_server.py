@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import pytest
@@ -26,6 +27,7 @@ from notarium_search.settings import Settings, SpaceConfig
 from tests.conftest import Vault, eventually
 
 # Bounds on waiting, for a shared 2-core machine at a tenth of its speed.
+T = TypeVar("T")
 STARTUP_SECONDS = 120
 ANSWER_SECONDS = 60.0
 FLOOD = 1100  # connections held open: more than the common descriptor limit of 1,024
@@ -124,6 +126,24 @@ def wait_until_ready(client: httpx.Client, process: subprocess.Popen[bytes]) -> 
             return
         time.sleep(0.1)
     raise AssertionError("server did not become ready")
+
+
+def by_worker(server: Served, answers: dict[str, T]) -> dict[int, list[T]]:
+    """`answers` (by request id) grouped by the worker that gave each (its
+    access line's `worker`), once every one is in the log."""
+    grouped: dict[int, list[T]] = {}
+
+    def logged() -> bool:
+        lines = {r["request_id"]: r for r in server.records() if r["event"] == "request" and "worker" in r}
+        if not answers.keys() <= lines.keys():
+            return False
+        grouped.clear()
+        for request_id, answer in answers.items():
+            grouped.setdefault(int(lines[request_id]["worker"]), []).append(answer)  # type: ignore[call-overload]
+        return True
+
+    eventually(logged, timeout=STARTUP_SECONDS)
+    return grouped
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.test_server import STARTUP_SECONDS, Served, served
+from tests.api.test_server import STARTUP_SECONDS, Served, by_worker, served
 from tests.conftest import Vault, eventually, models_dir
 
 # Found by meaning only: no word of it is in the notes.
@@ -37,19 +37,7 @@ def answers(server: Served, client: httpx.Client, query: str, requests: int = 30
         answer = client.get("/spaces/notes/search", params={"q": query}, headers={"Connection": "close"})
         assert answer.status_code == 200, answer.text
         by_id[answer.headers["x-request-id"]] = answer.json()
-    by_worker: dict[int, list[dict[str, object]]] = {}
-
-    def logged() -> bool:
-        lines = {r["request_id"]: r for r in server.records() if r["event"] == "request" and "worker" in r}
-        if not by_id.keys() <= lines.keys():
-            return False
-        by_worker.clear()
-        for request_id, body in by_id.items():
-            by_worker.setdefault(int(lines[request_id]["worker"]), []).append(body)  # type: ignore[call-overload]
-        return True
-
-    eventually(logged, timeout=STARTUP_SECONDS)
-    return by_worker
+    return by_worker(server, by_id)
 
 
 def by_meaning_everywhere(server: Served, client: httpx.Client, query: str) -> bool:

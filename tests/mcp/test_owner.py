@@ -24,7 +24,7 @@ from msgspec.structs import replace
 
 from notarium_search.api.app import create_app
 from notarium_search.mcp import owner, route
-from tests.api.test_server import STARTUP_SECONDS, Served, served
+from tests.api.test_server import STARTUP_SECONDS, Served, by_worker, served
 from tests.conftest import Vault, eventually
 from tests.mcp.test_mcp import INITIALIZE, STREAMABLE_ACCEPT, write_french
 
@@ -55,19 +55,7 @@ def calls_by_worker(server: Served, client: httpx.Client, calls: int = 24) -> di
     for _ in range(calls):
         answer = client.post("/mcp", json=SEARCH, headers={**STREAMABLE_ACCEPT, "Connection": "close"})
         sent[answer.headers["x-request-id"]] = answer
-    by_worker: dict[int, list[httpx.Response]] = {}
-
-    def logged() -> bool:
-        lines = {r["request_id"]: r for r in server.records() if r["event"] == "request" and "worker" in r}
-        if not sent.keys() <= lines.keys():
-            return False
-        by_worker.clear()
-        for request_id, answer in sent.items():
-            by_worker.setdefault(int(lines[request_id]["worker"]), []).append(answer)  # type: ignore[call-overload]
-        return True
-
-    eventually(logged, timeout=STARTUP_SECONDS)
-    return by_worker
+    return by_worker(server, sent)
 
 
 def found_everywhere(server: Served, client: httpx.Client) -> bool:
