@@ -112,28 +112,3 @@ import rich  # importable again
 print("SEEN", json.dumps({"failed": failed, "same": still_there is loaded_before, "rich": "rich" in sys.modules}))
 """
     assert json.loads(python(code, tmp_path)) == {"failed": ["rich"], "same": True, "rich": True}
-
-
-A_FORWARDING_WORKER = """
-import json, sys
-import notarium_search.api.server as server
-
-def a_worker(settings, load_app):
-    load_app()  # the app as a worker builds it; its MCP calls go to the worker running the SDK (mcp/owner.py)
-    from notarium_search.api.app import UNUSED_PLUGIN_LIBRARIES
-    held = sorted({m.split(".")[0] for m in sys.modules} & {*UNUSED_PLUGIN_LIBRARIES, "mcp"})
-    import pydantic, attrs  # importable afterwards, for the SDK
-    print("SEEN", json.dumps({"held": held, "litestar": "litestar" in sys.modules}))
-    return 0
-
-server.serve = a_worker
-from notarium_search.cli import main
-sys.exit(main(["serve"]))
-"""
-
-
-def test_a_worker_that_forwards_its_mcp_calls_holds_no_plugin_library(tmp_path: Path):
-    """Litestar loads a plug-in for pydantic, attrs and opentelemetry when
-    they are installed (the MCP SDK's dependencies); the app is built without
-    them (api/app.py): pydantic's alone was +6 MiB in each worker."""
-    assert json.loads(python(A_FORWARDING_WORKER, tmp_path)) == {"held": [], "litestar": True}

@@ -13,7 +13,6 @@ event loop.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Annotated, Any, Literal, cast
 
@@ -55,7 +54,6 @@ from notarium_search.bodies import (
     search_body,
 )
 from notarium_search.errors import InvalidParameter, NotariumError
-from notarium_search.lean_imports import unavailable
 from notarium_search.logsetup import get_logger
 from notarium_search.mcp.route import McpRoute
 from notarium_search.service import MAX_PREFIX_CHARS, Service
@@ -336,23 +334,19 @@ def provide(service: Service) -> Provide:
     return Provide(the_service, use_cache=True, sync_to_thread=False)
 
 
-# Litestar loads a plug-in for each of these libraries it finds installed
-# (they are the MCP SDK's dependencies): none of the API's types is theirs,
-# and pydantic's plug-in alone is 86 modules, +6 MiB of anonymous memory in
-# each worker. Built while they cannot be imported, the app holds none of
-# them; a worker that forwards its MCP calls (mcp/owner.py) never loads them,
-# the one that runs the SDK loads them with it.
-UNUSED_PLUGIN_LIBRARIES = ("pydantic", "attrs", "attr", "opentelemetry")
+def create_app(settings: Settings, service: Service | None = None, start_indexing: bool = True) -> Litestar:
+    service = service or Service(settings)
+    mcp = McpRoute(service, settings)  # MCP tools at /mcp, behind the same guard (docs/mcp.md)
 
+    async def on_startup() -> None:
+        if start_indexing:
+            service.start()
 
-def _litestar(
-    settings: Settings,
-    service: Service,
-    mcp: McpRoute,
-    on_startup: Callable[[], Awaitable[None]],
-    on_shutdown: Callable[[], Awaitable[None]],
-) -> Litestar:
-    return Litestar(
+    async def on_shutdown() -> None:
+        await anyio.to_thread.run_sync(service.stop)
+        log.info("service_stopped")  # every space's writer done: what a graceful stop ends with
+
+    app = Litestar(
         route_handlers=[
             healthz,
             mcp.handler,
@@ -378,22 +372,6 @@ def _litestar(
         # /schema: Swagger UI from the installed packages, working offline (api/explorer.py).
         openapi_config=explorer.openapi_config("notarium-search", __version__),
     )
-
-
-def create_app(settings: Settings, service: Service | None = None, start_indexing: bool = True) -> Litestar:
-    service = service or Service(settings)
-    mcp = McpRoute(service, settings)  # MCP tools at /mcp, behind the same guard (docs/mcp.md)
-
-    async def on_startup() -> None:
-        if start_indexing:
-            service.start()
-
-    async def on_shutdown() -> None:
-        await anyio.to_thread.run_sync(service.stop)
-        log.info("service_stopped")  # every space's writer done: what a graceful stop ends with
-
-    with unavailable(*UNUSED_PLUGIN_LIBRARIES):
-        app = _litestar(settings, service, mcp, on_startup, on_shutdown)
     # Outermost, before CORS and every route: the access log and request id,
     # the body's deadline (a request's body within body_timeout of its
     # headers), the Host and Origin checks, then the one error body for
