@@ -43,6 +43,7 @@ import msgspec
 from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from notarium_search.bodies import ErrorBody
 from notarium_search.logsetup import get_logger
 
 LOCK_NAME = "mcp.lock"
@@ -63,7 +64,7 @@ LISTEN_POLL_SECONDS = 0.05
 # An accept that failed (no descriptor left) is tried again after this long.
 ACCEPT_RETRY_SECONDS = 0.5
 _LENGTH = struct.Struct(">I")
-_INTERNAL_ERROR = b'{"error":"internal_error","detail":"internal error; see the server log","status":500}'
+_INTERNAL_ERROR = msgspec.json.encode(ErrorBody("internal_error", "internal error; see the server log", 500))
 
 log = get_logger(__name__)
 

@@ -190,8 +190,7 @@ class McpRoute:
 
         problem = _id_problem(request.body)
         if problem is not None:
-            body = json.dumps(_invalid_request(problem), separators=(",", ":")).encode()
-            return owner.Answered(400, [(b"content-type", b"application/json")], body)
+            return _json_answer(400, _invalid_request(problem))
         try:
             manager = await self._started_manager()
         except ServiceUnavailableException as exc:  # this worker is stopping
@@ -242,7 +241,7 @@ def _address(value: object) -> tuple[str, int] | None:
 
 
 async def _send_answer(send: Send, answered: owner.Answered) -> None:
-    """The owner's answer, as this worker's: its length said again, hop-by-hop headers dropped."""
+    """An answer made here or by the owner, sent as this worker's: its length said again, hop-by-hop headers dropped."""
     headers = [(name, value) for name, value in answered.headers if name.lower() not in HOP_BY_HOP]
     headers.append((b"content-length", str(len(answered.body)).encode()))
     start: HTTPResponseStartEvent = {"type": "http.response.start", "status": answered.status, "headers": headers}
@@ -251,12 +250,18 @@ async def _send_answer(send: Send, answered: owner.Answered) -> None:
     await send(whole)
 
 
+def _json_answer(status: int, answer: object, headers: tuple[tuple[bytes, bytes], ...] = ()) -> owner.Answered:
+    """A JSON answer made here, sent by `_send_answer` or to the worker that forwarded the call."""
+    body = json.dumps(answer, separators=(",", ":")).encode()
+    return owner.Answered(status, [(b"content-type", b"application/json"), *headers], body)
+
+
 def _unavailable(detail: str) -> owner.Answered:
     """A 503 from the owner, as `McpUnavailable` answers it."""
-    status, retry = McpUnavailable.status, str(McpUnavailable.retry_after)
-    body = json.dumps({"error": McpUnavailable.code, "detail": detail, "status": status}, separators=(",", ":"))
-    headers = [(b"content-type", b"application/json"), (b"retry-after", retry.encode())]
-    return owner.Answered(status, headers, body.encode())
+    status, retry = McpUnavailable.status, str(McpUnavailable.retry_after).encode()
+    return _json_answer(
+        status, {"error": McpUnavailable.code, "detail": detail, "status": status}, ((b"retry-after", retry),)
+    )
 
 
 async def _body(receive: Receive, limit: int) -> bytes | None:
@@ -293,12 +298,7 @@ async def _send_too_large(send: Send, limit: int) -> None:
 
 
 async def _send_json(send: Send, status: int, answer: object) -> None:
-    body = json.dumps(answer, separators=(",", ":")).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    start: HTTPResponseStartEvent = {"type": "http.response.start", "status": status, "headers": headers}
-    whole: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
-    await send(start)
-    await send(whole)
+    await _send_answer(send, _json_answer(status, answer))
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
