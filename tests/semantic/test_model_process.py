@@ -23,11 +23,12 @@ from msgspec.structs import replace
 
 from notarium_search import model_process
 from notarium_search.model_process import SOCKET_NAME, ModelProcess, socket_folder, wants_model_process
-from notarium_search.semantic import model_probe
+from notarium_search.semantic import model_probe, model_server
 from notarium_search.semantic.embedder_errors import EmbedderUnavailable, EmbedderUnreachable
 from notarium_search.semantic.embedding import OnnxEmbedder, load_embedder, pack_fingerprint
 from notarium_search.semantic.loading import load_configured_embedder
 from notarium_search.semantic.shared_model import INFO_URL, SharedModelEmbedder
+from notarium_search.semantic.shared_model import URL as EMBEDDINGS_URL
 from notarium_search.service import Service
 from notarium_search.settings import Settings
 from notarium_search.types import ChannelState, FeedFilter
@@ -69,6 +70,13 @@ def info(process: ModelProcess) -> dict[str, object]:
     with httpx.Client(transport=httpx.HTTPTransport(uds=str(process.socket_path))) as client:
         answer: dict[str, object] = client.get(INFO_URL).json()
         return answer
+
+
+def ready(process: ModelProcess) -> bool:
+    try:
+        return info(process).get("state") == "ready"
+    except httpx.ConnectError:  # not listening yet
+        return False
 
 
 def test_a_worker_gets_the_packs_vectors_and_fingerprint_from_the_model_process(
@@ -139,6 +147,49 @@ def test_a_killed_model_process_degrades_then_is_restarted(running: ModelProcess
     finally:
         restarting.set()
         embedder.close()
+
+
+# glibc's HEAP_MAX_SIZE on 64-bit: each malloc arena but the main one lives
+# in heaps reserved at this size and alignment.
+MALLOC_HEAP_SPAN = 64 * 1024 * 1024
+
+
+def malloc_heaps(pid: int) -> int:
+    """The glibc heaps in a process's memory map: the part in use (rw-p) at a
+    multiple of MALLOC_HEAP_SPAN, then the reserved rest (---p) up to one span
+    on, both anonymous."""
+    anonymous = []
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        fields = line.split()
+        if len(fields) == 5:  # no path: not a file, nor [heap] or [stack]
+            start, end = (int(address, 16) for address in fields[0].split("-"))
+            anonymous.append((start, end, fields[1]))
+    reserved = {start: end for start, end, permissions in anonymous if permissions == "---p"}
+    return sum(
+        1
+        for start, end, permissions in anonymous
+        if permissions == "rw-p" and not start % MALLOC_HEAP_SPAN and reserved.get(end) == start + MALLOC_HEAP_SPAN
+    )
+
+
+def test_the_model_process_keeps_to_its_malloc_arenas_whatever_its_threads(running: ModelProcess):
+    """Each connection has a thread of its own, and glibc would give each
+    thread that allocates an arena of its own (up to 8 a core), each keeping
+    what its thread freed: 20–45 MiB more after a load (malloc_trim.py).
+    Six connections held open, each having embedded once, and at most
+    MALLOC_ARENAS arenas: the main one and heaps for the others."""
+    clients = [httpx.Client(transport=httpx.HTTPTransport(uds=str(running.socket_path))) for _ in range(6)]
+    try:
+        eventually(lambda: ready(running), timeout=WAIT_SECONDS)
+        for client in clients:  # each connection's thread stays, waiting for its next request
+            answer = client.post(EMBEDDINGS_URL, json={"input": PASSAGES, "model": "m"})
+            assert answer.status_code == 200, answer.text
+        pid = info(running)["pid"]
+        assert isinstance(pid, int)
+        assert 1 <= malloc_heaps(pid) <= model_server.MALLOC_ARENAS - 1  # found, and the others shared
+    finally:
+        for client in clients:
+            client.close()
 
 
 def test_two_services_share_one_model(vault: Vault, running: ModelProcess):
@@ -350,13 +401,7 @@ def test_the_probe_tells_listening_from_absent_and_from_hung(running: ModelProce
     queue free or full."""
     assert model_probe.responsive(tmp_path / "no.sock", 5.0) is None
 
-    def ready() -> bool:
-        try:
-            return info(running).get("state") == "ready"
-        except httpx.ConnectError:  # not listening yet
-            return False
-
-    eventually(ready, timeout=WAIT_SECONDS)
+    eventually(lambda: ready(running), timeout=WAIT_SECONDS)
     assert model_probe.responsive(running.socket_path, WAIT_SECONDS) is True
     process = running.process
     assert process is not None
