@@ -206,45 +206,70 @@ class FragmentTable(_PackedRows):
 class FrozenFragments(_PackedRows):
     """The same table, read-only, for a worker that follows the writer (it
     reads the writer's manifest again after each change): the note ids sorted
-    in a list, their rows in one bytes object, and the vector keys sorted in
-    one array with their notes' positions, all found by bisection, where
-    `FragmentTable` keeps a dict entry and an int object a fragment, and a
-    dict entry and a bytes object a note. Iterated in the notes' order.
-    tests/semantic/test_manifest.py measures both."""
+    and packed in one bytes object (UTF-8), their rows in another, and the
+    vector keys sorted in one array with their notes' positions, all found by
+    bisection, where `FragmentTable` keeps a dict entry and an int object a
+    fragment, and a dict entry, a str and a bytes object a note. A str a note
+    was 8.1 MiB of a follower's 50,000-note manifest (~170 bytes each), and
+    the decoding's short-lived objects between them kept half-empty pymalloc
+    arenas alive; packed, the ids take the bytes of their text. Iterated in
+    the notes' order. tests/semantic/test_manifest.py measures both tables."""
 
-    __slots__ = ("_ids", "_keys", "_owners", "_rows", "_starts")
+    __slots__ = ("_id_starts", "_ids", "_keys", "_owners", "_rows", "_starts")
 
     def __init__(self, notes: Iterable[tuple[str, bytes]]) -> None:
-        ordered = sorted(notes)
-        self._ids = [note_id for note_id, _ in ordered]
+        ordered = sorted((_utf8(note_id), rows) for note_id, rows in notes)
+        self._ids = b"".join(note_id for note_id, _ in ordered)
+        self._id_starts = _starts_of(note_id for note_id, _ in ordered)
         self._rows = b"".join(rows for _, rows in ordered)
-        self._starts = array("Q", [0])
-        for _, rows in ordered:
-            self._starts.append(self._starts[-1] + len(rows))
+        self._starts = _starts_of(rows for _, rows in ordered)
         owners = [at for at, (_, rows) in enumerate(ordered) for _ in range(0, len(rows), _ROW.size)]
         keys = [_key_at(self._rows, at) for at in range(0, len(self._rows), _ROW.size)]
         order = sorted(range(len(keys)), key=keys.__getitem__)
         self._keys = array("Q", [keys[i] for i in order])
         self._owners = array("I", [owners[i] for i in order])
 
+    def _id_bytes(self, position: int) -> bytes:
+        return self._ids[self._id_starts[position] : self._id_starts[position + 1]]
+
+    def _id_at(self, position: int) -> str:
+        return self._id_bytes(position).decode("utf-8", "surrogatepass")
+
     def _note_rows(self, note_id: str) -> bytes | None:
-        at = bisect_left(self._ids, note_id)
-        if at == len(self._ids) or self._ids[at] != note_id:
+        needle = _utf8(note_id)
+        at = bisect_left(range(len(self)), needle, key=self._id_bytes)
+        if at == len(self) or self._id_bytes(at) != needle:
             return None
         return self._rows[self._starts[at] : self._starts[at + 1]]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
+        return map(self._id_at, range(len(self)))
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._id_starts) - 1
 
     def fragment_count(self) -> int:
         return len(self._keys)
 
     def note_of(self, key: int) -> str | None:
         at = bisect_left(self._keys, key)
-        return self._ids[self._owners[at]] if at < len(self._keys) and self._keys[at] == key else None
+        return self._id_at(self._owners[at]) if at < len(self._keys) and self._keys[at] == key else None
+
+
+def _utf8(note_id: str) -> bytes:
+    """A note id's bytes, in the order of its text (UTF-8 sorts as code points
+    do). `surrogatepass`: an id asked for with a lone surrogate (an undecodable
+    file name, as os.fsdecode gives it; the manifest never holds one) is not
+    found, instead of failing."""
+    return note_id.encode("utf-8", "surrogatepass")
+
+
+def _starts_of(parts: Iterable[bytes]) -> array[int]:
+    """Where each part starts in their concatenation, and where the last ends."""
+    starts = array("Q", [0])
+    for part in parts:
+        starts.append(starts[-1] + len(part))
+    return starts
 
 
 def encode(
