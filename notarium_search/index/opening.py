@@ -44,12 +44,12 @@ def open_space(
     load = Manifest.load_head if role is Role.FOLLOWER else Manifest.load
     if role is Role.READER and not records:
         load = Manifest.load_counted
-    manifest = load(directory / "manifest.json", index_fingerprint(config, settings))
+    path, fingerprint = directory / "manifest.json", index_fingerprint(config, settings)
     writes = role in (Role.WRITER, Role.SHARED_WRITER)
     lock = WriterLock(config.name, directory)
-    if writes:
-        lock.take(manifest, forget=rebuild)
-    elif role is Role.READER and (not manifest.file_count() or not (directory / "lexical" / "meta.json").exists()):
+    # A writer reads the manifest once the lock is its own (WriterLock.take).
+    manifest = lock.take(lambda: load(path, fingerprint), forget=rebuild) if writes else load(path, fingerprint)
+    if role is Role.READER and (not manifest.file_count() or not (directory / "lexical" / "meta.json").exists()):
         raise NotIndexed(f"space {config.name} is not indexed yet: run `notarium-search index {config.name}`")
     lexical = LexicalIndex(directory / "lexical", config.analyzed, read_only=not writes)
     if lexical.created:

@@ -105,7 +105,7 @@ def test_a_clean_stop_leaves_no_holder_to_wait_for(tmp_path: Path):
     from notarium_search.index.writer_lock import WriterLock
 
     lock = WriterLock("notes", tmp_path)
-    lock.take(Manifest.load(tmp_path / "manifest.json", "f"), forget=False)
+    lock.take(lambda: Manifest.load(tmp_path / "manifest.json", "f"), forget=False)
     assert lock_holder(tmp_path) is not None
     lock.release()
     assert lock_holder(tmp_path) is None  # a killed one leaves its ids: Holder.killed, the port waited for
