@@ -206,24 +206,33 @@ class FragmentTable(_PackedRows):
 class FrozenFragments(_PackedRows):
     """The same table, read-only, for a worker that follows the writer (it
     reads the writer's manifest again after each change): the note ids sorted
-    and packed in one bytes object (UTF-8), their rows in another, and the
-    vector keys sorted in one array with their notes' positions, all found by
-    bisection, where `FragmentTable` keeps a dict entry and an int object a
-    fragment, and a dict entry, a str and a bytes object a note. A str a note
-    was 8.1 MiB of a follower's 50,000-note manifest (~170 bytes each), and
-    the decoding's short-lived objects between them kept half-empty pymalloc
-    arenas alive; packed, the ids take the bytes of their text. Iterated in
-    the notes' order. tests/semantic/test_manifest.py measures both tables."""
+    and packed in one bytes object (UTF-8), their rows in another, the vector
+    keys sorted in one array with their notes' positions, and the ids' hashes
+    sorted in another with theirs, all found by bisection, where
+    `FragmentTable` keeps a dict entry and an int object a fragment, and a
+    dict entry, a str and a bytes object a note. A str a note was 8.1 MiB of
+    a follower's 50,000-note manifest (~170 bytes each); packed, the ids take
+    the bytes of their text, and 12 bytes of hash and position find one by
+    a bisection in C (a bisection over the packed ids, a slice at each step,
+    took twice as long: a broad filter's 5,000 ids 26 against 12–15 ms, a
+    list of str 12.7). Iterated in the notes' order.
+    tests/semantic/test_manifest.py measures both tables."""
 
-    __slots__ = ("_id_starts", "_ids", "_keys", "_owners", "_rows", "_starts")
+    __slots__ = ("_by_hash", "_hashes", "_id_starts", "_ids", "_keys", "_owners", "_rows", "_starts")
 
     def __init__(self, notes: Iterable[tuple[str, bytes]]) -> None:
-        ordered = sorted((_utf8(note_id), rows) for note_id, rows in notes)
-        self._ids = b"".join(note_id for note_id, _ in ordered)
-        self._id_starts = _starts_of(note_id for note_id, _ in ordered)
-        self._rows = b"".join(rows for _, rows in ordered)
-        self._starts = _starts_of(rows for _, rows in ordered)
-        owners = [at for at, (_, rows) in enumerate(ordered) for _ in range(0, len(rows), _ROW.size)]
+        given = list(notes)
+        packed_ids = [_utf8(note_id) for note_id, _ in given]
+        ordered = sorted(range(len(given)), key=packed_ids.__getitem__)
+        self._ids = b"".join(packed_ids[at] for at in ordered)
+        self._id_starts = _starts_of(packed_ids[at] for at in ordered)
+        self._rows = b"".join(given[at][1] for at in ordered)
+        self._starts = _starts_of(given[at][1] for at in ordered)
+        hashes = [hash(given[at][0]) for at in ordered]
+        by_hash = sorted(range(len(hashes)), key=hashes.__getitem__)
+        self._hashes = array("q", [hashes[at] for at in by_hash])
+        self._by_hash = array("I", by_hash)
+        owners = [at for at in range(len(self)) for _ in range(self._starts[at], self._starts[at + 1], _ROW.size)]
         keys = [_key_at(self._rows, at) for at in range(0, len(self._rows), _ROW.size)]
         order = sorted(range(len(keys)), key=keys.__getitem__)
         self._keys = array("Q", [keys[i] for i in order])
@@ -235,12 +244,34 @@ class FrozenFragments(_PackedRows):
     def _id_at(self, position: int) -> str:
         return self._id_bytes(position).decode("utf-8", "surrogatepass")
 
+    def _position(self, note_id: str) -> int | None:
+        """The note's position in id order (None: not in the table): its
+        hash's first entry, then the entries of the same hash, compared by bytes."""
+        wanted, needle = hash(note_id), None
+        at = bisect_left(self._hashes, wanted)
+        while at < len(self._hashes) and self._hashes[at] == wanted:
+            needle = needle or _utf8(note_id)
+            if self._id_bytes(self._by_hash[at]) == needle:
+                return self._by_hash[at]
+            at += 1
+        return None
+
+    def _rows_at(self, position: int) -> bytes:
+        return self._rows[self._starts[position] : self._starts[position + 1]]
+
     def _note_rows(self, note_id: str) -> bytes | None:
-        needle = _utf8(note_id)
-        at = bisect_left(range(len(self)), needle, key=self._id_bytes)
-        if at == len(self) or self._id_bytes(at) != needle:
-            return None
-        return self._rows[self._starts[at] : self._starts[at + 1]]
+        position = self._position(note_id)
+        return None if position is None else self._rows_at(position)
+
+    def _owner(self, key: int) -> int | None:
+        at = bisect_left(self._keys, key)
+        return self._owners[at] if at < len(self._keys) and self._keys[at] == key else None
+
+    def find(self, key: int) -> tuple[str, Record] | None:
+        """The note of the key's row found once, not again by its id (a search's 400 hits)."""
+        owner = self._owner(key)
+        record = None if owner is None else _find_row(self._rows_at(owner), key)
+        return None if owner is None or record is None else (self._id_at(owner), record)
 
     def __iter__(self) -> Iterator[str]:
         return map(self._id_at, range(len(self)))
@@ -252,8 +283,8 @@ class FrozenFragments(_PackedRows):
         return len(self._keys)
 
     def note_of(self, key: int) -> str | None:
-        at = bisect_left(self._keys, key)
-        return self._id_at(self._owners[at]) if at < len(self._keys) and self._keys[at] == key else None
+        owner = self._owner(key)
+        return None if owner is None else self._id_at(owner)
 
 
 def _utf8(note_id: str) -> bytes:

@@ -187,10 +187,10 @@ def test_a_frozen_table_finds_a_key_at_its_row_not_elsewhere():
 
 
 def test_a_followers_table_takes_just_over_half_of_the_writers_or_less():
-    """162 bytes a fragment in the writer's table here, 77 in a follower's
-    (note ids packed in one bytes object, keys in a sorted array: no dict
-    entry, str, int or bytes object each); 98 with the ids a sorted list of
-    str, which is over the bound."""
+    """162 bytes a fragment in the writer's table here, 83 in a follower's
+    (note ids packed in one bytes object, their hashes and the keys in sorted
+    arrays: no dict entry, str, int or bytes object each); 98 with the ids a
+    sorted list of str, which is over the bound."""
     notes = {f"folder/note-{i:05d}.md": [record(f"n{i}", n) for n in range(2)] for i in range(5_000)}
     data = manifest_bytes(notes)
     held = {read.__name__: held_by(read, data, notes) for read in (decode, decode_frozen)}
