@@ -24,7 +24,6 @@ Imports only collector.py from the package.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 from collections.abc import Callable
 
@@ -35,11 +34,10 @@ TRIM_INTERVAL_SECONDS = 1.0  # a trim costs ~4 ms with the malloc lock held: at 
 
 
 def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    """The C library's symbols, as the interpreter links them (no `ldconfig`
+    run by ctypes.util.find_library at each start)."""
     try:
-        return ctypes.CDLL(name)
+        return ctypes.CDLL(None)
     except OSError:
         return None
 

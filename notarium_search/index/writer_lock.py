@@ -40,7 +40,11 @@ class WriterLock:
         # Taken before anything destructive: a second writer (another
         # service, or `notarium-search index`) must never wipe a live index.
         self._handle = lock_space(self.directory)
-        manifest = load()
+        try:
+            manifest = load()
+        except BaseException:  # a passing fault (StorageFault): the space is tried again, by this process too
+            self.release()
+            raise
         if forget:
             manifest.forget()
         if not manifest.entries:

@@ -222,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--settings", required=True, help="JSON: model_dir, model, threads, batch_size, log_level")
     args = parser.parse_args(argv)
     _die_with(args.parent)
-    limit_arenas(MALLOC_ARENAS)  # before any thread: onnxruntime's pool starts with the model
+    # Before the threads that allocate (numpy's OpenBLAS thread, started at import, made no arena).
+    limit_arenas(MALLOC_ARENAS)
     given = json.loads(args.settings)
     load_without_console_extras("structlog")  # 5 MiB less (lean_imports.py); no other thread yet
     configure_logging(str(given.get("log_level", "info")))

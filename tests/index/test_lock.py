@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from notarium_search.index.lock import LOCK_FILE, held_for_good, lock_holder, lock_space
+from notarium_search.index.manifest import Manifest
 from notarium_search.storage.faults import IndexLocked
 
 # Takes the lock as the service would, says so, then waits to be killed.
@@ -101,7 +102,6 @@ def test_an_orphaned_index_command_is_not_waited_for(tmp_path: Path, holder: sub
 
 
 def test_a_clean_stop_leaves_no_holder_to_wait_for(tmp_path: Path):
-    from notarium_search.index.manifest import Manifest
     from notarium_search.index.writer_lock import WriterLock
 
     lock = WriterLock("notes", tmp_path)
@@ -109,3 +109,24 @@ def test_a_clean_stop_leaves_no_holder_to_wait_for(tmp_path: Path):
     assert lock_holder(tmp_path) is not None
     lock.release()
     assert lock_holder(tmp_path) is None  # a killed one leaves its ids: Holder.killed, the port waited for
+
+
+def test_a_manifest_that_cannot_be_read_leaves_the_lock_free(tmp_path: Path):
+    """The manifest is read once the lock is held (WriterLock.take): a passing
+    fault reading it (EMFILE, EIO) lets the lock go at once. Held by an open
+    file of a space that never opened, the registry's next try in this same
+    process found the space "in use by another process" for as long as
+    anything kept that failed attempt (its exception, here `failed`)."""
+    from notarium_search.index.writer_lock import WriterLock
+    from notarium_search.storage.faults import StorageFault
+
+    def unreadable() -> Manifest:
+        raise StorageFault("cannot read manifest.json: too many open files")
+
+    lock = WriterLock("notes", tmp_path)
+    with pytest.raises(StorageFault) as failed:
+        lock.take(unreadable, forget=False)
+    assert failed.value is not None  # kept alive, and `lock` with it: no finaliser frees the lock
+    again = WriterLock("notes", tmp_path)
+    assert again.take(lambda: Manifest.load(tmp_path / "manifest.json", "f"), forget=False).entries == {}
+    again.release()

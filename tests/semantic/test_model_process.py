@@ -186,7 +186,9 @@ def test_the_model_process_keeps_to_its_malloc_arenas_whatever_its_threads(runni
             assert answer.status_code == 200, answer.text
         pid = info(running)["pid"]
         assert isinstance(pid, int)
-        assert 1 <= malloc_heaps(pid) <= model_server.MALLOC_ARENAS - 1  # found, and the others shared
+        # The arenas beside the main one, each in a heap or two (one that outgrew
+        # 64 MiB takes another): found, and shared by the threads.
+        assert 1 <= malloc_heaps(pid) <= 2 * (model_server.MALLOC_ARENAS - 1)
     finally:
         for client in clients:
             client.close()
