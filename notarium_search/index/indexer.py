@@ -9,6 +9,7 @@ touched-but-identical files are read and hashed but not re-indexed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -26,6 +27,7 @@ from notarium_search.index.note_reader import Later, NoteReader, Read, Skip
 from notarium_search.index.parse_ahead import NoteHead, ParseAhead
 from notarium_search.index.quarantine import Marks
 from notarium_search.index.survey import Pending, survey, to_read
+from notarium_search.lexical import segments
 from notarium_search.lexical.store import IndexLocked, LexicalIndex
 from notarium_search.logsetup import get_logger
 from notarium_search.notes.collection import CollectionRules
@@ -81,6 +83,7 @@ class SpaceIndexer:
         self._marks: Marks | None = None  # the note being read, for the next process if this one dies
         self.clock: Callable[[], float] = time.thread_time  # the CPU each note's read takes (tests inject it)
         self._ahead: ParseAhead | None = None  # the current pass's notes parsed in other processes
+        self._written = segments.LastWrites()  # the current pass's last notes written (_merge_segments)
 
     def reconcile(
         self,
@@ -191,6 +194,8 @@ class SpaceIndexer:
         last_commit = time.monotonic()
         interval = FIRST_COMMIT_SECONDS
         pending = len(surveyed.gone)
+        commits = 0
+        self._written = segments.LastWrites()
         self._ahead = self._start_parse_ahead()
         try:
             for index, source in enumerate(self._work):  # grows when a note must be read again (see _demote)
@@ -200,7 +205,7 @@ class SpaceIndexer:
                 progress.done += 1
                 if pending >= self.settings.commit_every or (pending and time.monotonic() - last_commit > interval):
                     self._commit(progress)
-                    pending, last_commit = 0, time.monotonic()
+                    pending, last_commit, commits = 0, time.monotonic(), commits + 1
                     interval = min(interval * 2, MAX_COMMIT_SECONDS)
                 if on_progress is not None:
                     on_progress(progress)
@@ -210,9 +215,33 @@ class SpaceIndexer:
                 self._ahead = None
         if not self._wrote_nothing(progress, surveyed.gone):
             self._commit(progress)
+            commits += 1
+        if commits > 1 and not (stop is not None and stop.is_set()):
+            self._merge_segments(progress)
         # A note moved (same frontmatter id, new path) was deleted and re-added in
         # this pass: later stages keep its vectors and links instead of redoing them.
         progress.deleted_ids -= progress.changed_ids
+
+    def _merge_segments(self, progress: IndexProgress) -> None:
+        """A pass that committed several times left several segments, which
+        Tantivy's merge policy may leave as they are (lexical/segments.py):
+        its last notes are written again, the same documents, one commit
+        each, until the policy merges the lowest level; then the writer waits
+        for the merges and its searcher sees them. A failure here loses
+        nothing: the pass's notes are committed."""
+        try:
+            needed = segments.top_ups(segments.committed(self.lexical.directory))
+            again = list(self._written.last(needed))
+            current = all(getattr(self.manifest.entries.get(p), "note_id", None) == i for p, i, _ in again)
+            rewritten = needed if len(again) == needed and current else 0
+            for _, _, write in again[:rewritten]:
+                write()
+                self._commit(progress)
+            self.lexical.wait_for_merges()
+        except (OSError, msgspec.DecodeError, StorageFault) as exc:
+            log.warning("segments_not_merged", space=self.config.name, error=str(exc))
+            return
+        log.info("segments", space=self.config.name, rewritten=rewritten, now=self.lexical.searcher().num_segments)
 
     def pending(self) -> Pending:
         """Compare the files with the manifest, stat only (nothing read or
@@ -284,9 +313,12 @@ class SpaceIndexer:
             return 1 if previous_id else 0
         if read.document is not None:
             self.lexical.upsert_document(read.note.id, read.document, previous_id)
+            again = functools.partial(self.lexical.upsert_document, read.note.id, read.document)
         else:
             assert isinstance(read.note, ParsedNote)
             self.lexical.upsert(read.note, previous_id)
+            again = functools.partial(self.lexical.upsert, read.note)
+        self._written.wrote(source.path, read.note.id, again)
         if previous_id is not None and previous_id != read.note.id:
             owners.pop(previous_id, None)
             progress.deleted_ids.add(previous_id)

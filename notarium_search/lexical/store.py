@@ -249,6 +249,13 @@ class LexicalIndex:
         self.schema = self.index.schema
         self.created = True
 
+    def wait_for_merges(self) -> None:
+        """Let Tantivy's background merges finish and see their segments
+        (lexical/segments.py). The writer is let go to wait for them: the
+        next write opens another."""
+        self.close()
+        self.reload()
+
     def close(self) -> None:
         """Release the writer lock (waits for background merges)."""
         if self._writer is not None:

@@ -855,3 +855,31 @@ def test_an_unreadable_folder_keeps_its_notes(vault: Vault, tmp_path: Path, capl
     assert progress.deleted == 1  # readable again: a real deletion is seen
     assert sorted(ids(service.search("notes", "commun", NO_FILTER, 10))) == ["a", "c"]
     service.stop()
+
+
+def test_a_pass_written_in_several_commits_leaves_one_segment(vault: Vault):
+    """Each commit of a long pass leaves a Tantivy segment, which the merge
+    policy leaves as they are below 8 a level, and every query pays for each
+    (lexical/segments.py): the pass writes its last notes again until they merge."""
+    from notarium_search.lexical.segments import committed
+
+    for i in range(30):
+        vault.write(f"n{i:02}.md", note(f"n{i}", f"texte commun {i}"))
+    service = Service(vault.settings(commit_every=5))  # 6 commits: 6 segments
+    space = service.spaces["notes"]
+    space.writing.run_reconcile()
+    lexical_dir = vault.index_dir / "notes" / "lexical"
+    assert len(committed(lexical_dir)) == 1
+    assert space.lexical.searcher().num_segments == 1  # the writer's own searcher sees the merge
+    found = ids(service.search("notes", "commun", NO_FILTER, 100))
+    assert sorted(found) == sorted(f"n{i}" for i in range(30))  # each note once, the rewritten ones too
+    assert space.writing.indexer.progress.indexed == 30
+    assert space.writing.indexer.manifest.opstamp == space.lexical.committed_opstamp()
+    vault.write("n00.md", note("n0", "texte commun modifié"))
+    space.writing.run_reconcile()  # one commit: nothing written again
+    assert len(committed(lexical_dir)) == 2
+    service = restart(service, vault)  # the index matches its manifest: nothing redone
+    progress = service.spaces["notes"].writing.indexer.progress
+    assert (progress.total, progress.indexed) == (0, 0)
+    assert len(service.search("notes", "commun", NO_FILTER, 100).results) == 30
+    service.stop()
