@@ -23,7 +23,9 @@ turns serving it (`python -m notarium_search serve`, not watching):
 ready, settled, the process tree's memory (sum of RSS, and of PSS); one
 keep-alive client for `--queries` searches (p50, p99); `--clients` clients
 for `--seconds` (queries/s, and the memory at the end: the peak under
-load). With the model, the server is started again between the two: the
+load); for the lexical tier, the clients again for `--seconds` with
+bench/perf_lexical.py's mix (French and English questions and
+as-you-type prefixes: issue 34's "bench's mix"). With the model, the server is started again between the two: the
 clients ask the one client's questions again, which a tree that keeps its
 query embeddings (issue 34) would answer from them. Answers whose `degraded` is not empty are counted (a query embedding
 past its deadline is answered lexically). Then, per tree: a semantic build
@@ -55,6 +57,7 @@ from typing import Any
 
 from bench.cli_startup import timed_search
 from bench.http_tail import questions, wait_ready
+from bench.perf_lexical import FULL, build_queries, load_corpora
 from bench.workers import load, percentile, tree_memory
 
 SPACE = "s"
@@ -174,7 +177,9 @@ def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
         tree.results["first_index"] = made[tree.path].results["first_index"]
 
 
-def serve(tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], logs: Path) -> dict[str, object]:
+def serve(
+    tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], mix: list[str], logs: Path
+) -> dict[str, object]:
     env = tree_env(
         tree,
         args.root,
@@ -215,6 +220,11 @@ def serve(tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], log
             time.sleep(args.settle)
         many = load(args.port, space_paths, args.clients, seconds=args.seconds)
         peak = tree_memory(process.pid)
+        mixed = (
+            None
+            if semantic
+            else load(args.port, [p.replace("{space}", space) for p in mix], args.clients, seconds=args.seconds)
+        )
     finally:
         process.terminate()
         process.wait()
@@ -234,6 +244,9 @@ def serve(tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], log
             "degraded": many.degraded,
             "queries": len(many.latencies),
         },
+        **(
+            {} if mixed is None else {"many_clients_mix": {"qps": round(mixed.qps, 1), "queries": len(mixed.latencies)}}
+        ),
         "memory_mib": {
             "idle_rss": round(idle[0]),
             "idle_pss": round(idle[1]),
@@ -337,6 +350,7 @@ def table(trees: list[Tree]) -> str:
     rows: list[tuple[str, list[object]]] = [
         ("first lexical index of the vault (`index`): s / notes/s", _first_index(trees)),
         ("lexical over HTTP, 16 clients (q/s)", served("lexical", "many_clients", "qps")),
+        ("lexical over HTTP, 16 clients, the bench's mix (q/s)", served("lexical", "many_clients_mix", "qps")),
         ("lexical over HTTP, 1 client: p50 / p99 (ms)", _pair(trees, "lexical")),
         ("hybrid over HTTP, 16 clients (q/s)", served("hybrid", "many_clients", "qps")),
         ("— of which degraded to lexical", served("hybrid", "many_clients", "degraded")),
@@ -397,6 +411,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     trees = [parse_tree(text) for text in args.tree]
     texts = questions(args.eval_dir)
     paths = [f"/spaces/{{space}}/search?{urllib.parse.urlencode({'q': q, 'limit': 10})}" for q in texts]
+    mixed = [q.text for q in build_queries(FULL, load_corpora(args.eval_dir))]
+    mix = [f"/spaces/{{space}}/search?{urllib.parse.urlencode({'q': q, 'limit': 10})}" for q in mixed]
     began = time.time()
     with tempfile.TemporaryDirectory(prefix="bench-side-") as scratch:
         work = args.work or Path(scratch)
@@ -404,7 +420,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         prepare(trees, args, work)
         for mode in args.modes.split(","):
             for tree in trees:
-                tree.results[mode] = serve(tree, mode, args, paths, work)
+                tree.results[mode] = serve(tree, mode, args, paths, mix, work)
                 print(json.dumps({"tree": tree.name, "mode": mode, **tree.results[mode]}), flush=True)  # type: ignore[dict-item]
         if args.vectors is not None:
             semantic_builds(trees, args, work)

@@ -145,6 +145,8 @@ def test_side_by_side_smoke(tmp_path):
             assert tree[mode]["one_client"]["queries"] == 20
             assert tree[mode]["many_clients"]["qps"] > 0
             assert tree[mode]["memory_mib"]["idle_rss"] > 0
+        assert tree["lexical"]["many_clients_mix"]["qps"] > 0  # perf_lexical's mix, the lexical tier only
+        assert "many_clients_mix" not in tree["hybrid"]
         assert 0 < tree["build"]["share_in_model"] <= 1
         assert tree["build"]["fragments"] > 0
         build = tree["build"]
