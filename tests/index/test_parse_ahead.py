@@ -154,6 +154,34 @@ def test_notes_parsed_ahead_make_the_index_the_writer_alone_makes(vault: Vault, 
         ahead.stop()
 
 
+def test_notes_written_again_to_merge_segments_are_the_documents_parsed_ahead(vault: Vault, counted: list[int]):
+    """A pass of several commits writes its last notes again, from the
+    documents the processes made (index/indexer.py, `_merge_segments`): the
+    same index as the writer alone in one commit, in one segment."""
+    from notarium_search.lexical.segments import committed
+
+    write_vault(vault)
+    alone = build(vault, "alone", 1)
+    ahead = build(vault, "ahead", 2, commit_every=20)
+    try:
+        assert counted[0] > 0
+        assert len(committed(vault.index_dir / "ahead" / "notes" / "lexical")) == 1
+        searcher = ahead.spaces["notes"].lexical.searcher()
+        assert searcher.num_docs == alone.spaces["notes"].lexical.searcher().num_docs  # none twice
+        assert documents(ahead) == documents(alone)
+        # The same notes in the same order; the scores within 0.1 %: a merged
+        # segment that had deletes (the notes written again) counts its
+        # words' lengths from Tantivy's quantised field norms, as after edits.
+        made, expected = answers(ahead, QUERIES), answers(alone, QUERIES)
+        assert [[note for note, _ in found] for found in made] == [[note for note, _ in found] for found in expected]
+        assert [[score for _, score in found] for found in made] == [
+            pytest.approx([score for _, score in found], rel=1e-3) for found in expected
+        ]
+    finally:
+        alone.stop()
+        ahead.stop()
+
+
 def test_a_file_skipped_for_its_size_is_left_to_the_writer(vault: Vault, counted: list[int]):
     """With `oversize = "skip"`, the note larger than max_file_bytes is not
     given to a process (one rule decides, for the writer and for what is
