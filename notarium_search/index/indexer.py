@@ -223,21 +223,16 @@ class SpaceIndexer:
         progress.deleted_ids -= progress.changed_ids
 
     def _merge_segments(self, progress: IndexProgress) -> None:
-        """A pass that committed several times left several segments, which
-        Tantivy's merge policy may leave as they are (lexical/segments.py):
-        its last notes are written again, the same documents, one commit
-        each, until the policy merges the lowest level; then the writer waits
-        for the merges and its searcher sees them. A failure here loses
-        nothing: the pass's notes are committed."""
+        """A pass that committed several times left several segments: its
+        last notes are written again, each committed, until Tantivy merges
+        them (lexical/segments.py). A failure here loses nothing: the pass's
+        notes are committed."""
         try:
-            needed = segments.top_ups(segments.committed(self.lexical.directory))
-            again = list(self._written.last(needed))
-            current = all(getattr(self.manifest.entries.get(p), "note_id", None) == i for p, i, _ in again)
-            rewritten = needed if len(again) == needed and current else 0
-            for _, _, write in again[:rewritten]:
-                write()
-                self._commit(progress)
-            self.lexical.wait_for_merges()
+            rewritten = self._written.write_again(
+                self.lexical,
+                lambda path, note_id: getattr(self.manifest.entries.get(path), "note_id", None) == note_id,
+                lambda: self._commit(progress),
+            )
         except (OSError, msgspec.DecodeError, StorageFault) as exc:
             log.warning("segments_not_merged", space=self.config.name, error=str(exc))
             return

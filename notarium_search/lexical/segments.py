@@ -1,5 +1,6 @@
-"""The segments of a space's Tantivy index, and when Tantivy's merge policy
-merges them. Pure but for `committed` (reads the index's meta.json).
+"""The segments of a space's Tantivy index, when Tantivy's merge policy
+merges them, and the notes a pass writes again so that it does
+(`LastWrites.write_again`). `levels` and `top_ups` are pure.
 
 Why it matters: Tantivy runs a query once per segment, and each segment
 costs every clause a look-up whatever its size. On the 50,000-note bench
@@ -26,8 +27,12 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:
+    from notarium_search.lexical.store import LexicalIndex
 
 # LogMergePolicy's defaults (tantivy 0.26, src/indexer/log_merge_policy.rs),
 # which tantivy-py's writers use: a level is merged once it holds 8
@@ -102,6 +107,23 @@ class LastWrites:
 
     def __len__(self) -> int:
         return len(self._last)
+
+    def write_again(
+        self, lexical: LexicalIndex, current: Callable[[str, str], bool], commit: Callable[[], None]
+    ) -> int:
+        """Write as many of the last notes again as `top_ups` asks, each then
+        committed by `commit` (which records the commit, as the pass's do),
+        when there are that many and `current(path, note_id)` says each is
+        still that file's note; then wait for Tantivy's merges and see them.
+        Returns how many were written again."""
+        needed = top_ups(committed(lexical.directory))
+        again = list(self.last(needed))
+        rewritten = needed if len(again) == needed and all(current(p, i) for p, i, _ in again) else 0
+        for _, _, write in again[:rewritten]:
+            write()
+            commit()
+        lexical.wait_for_merges()
+        return rewritten
 
 
 class _Deletes(msgspec.Struct):

@@ -883,3 +883,25 @@ def test_a_pass_written_in_several_commits_leaves_one_segment(vault: Vault):
     assert (progress.total, progress.indexed) == (0, 0)
     assert len(service.search("notes", "commun", NO_FILTER, 100).results) == 30
     service.stop()
+
+
+def test_segments_that_cannot_be_read_leave_the_pass_whole(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """meta.json unreadable for a moment after the pass (no descriptor left):
+    the notes stay committed and found, the pass is not failed, nothing is
+    written again; the next long pass merges."""
+    from notarium_search.lexical import segments
+
+    def no_descriptor(lexical_dir: Path) -> list[segments.Segment]:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    for i in range(30):
+        vault.write(f"n{i:02}.md", note(f"n{i}", f"texte commun {i}"))
+    service = Service(vault.settings(commit_every=5))
+    space = service.spaces["notes"]
+    monkeypatch.setattr(segments, "committed", no_descriptor)
+    progress = space.writing.run_reconcile()
+    assert progress.state == IndexState.READY
+    assert space.lexical.searcher().num_segments == 6
+    assert len(service.search("notes", "commun", NO_FILTER, 100).results) == 30
+    assert space.writing.indexer.manifest.opstamp == space.lexical.committed_opstamp()
+    service.stop()
