@@ -218,6 +218,7 @@ class SpaceIndexer:
             commits += 1
         if commits > 1 and not (stop is not None and stop.is_set()):
             self._merge_segments(progress)
+        self._written = segments.LastWrites()  # its notes' texts and documents not kept until the next pass
         # A note moved (same frontmatter id, new path) was deleted and re-added in
         # this pass: later stages keep its vectors and links instead of redoing them.
         progress.deleted_ids -= progress.changed_ids

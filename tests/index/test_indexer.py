@@ -875,6 +875,7 @@ def test_a_pass_written_in_several_commits_leaves_one_segment(vault: Vault):
     assert sorted(found) == sorted(f"n{i}" for i in range(30))  # each note once, the rewritten ones too
     assert space.writing.indexer.progress.indexed == 30
     assert space.writing.indexer.manifest.opstamp == space.lexical.committed_opstamp()
+    assert len(space.writing.indexer._written) == 0  # up to 7 notes of 2 MB, not kept until the next pass
     vault.write("n00.md", note("n0", "texte commun modifié"))
     space.writing.run_reconcile()  # one commit: nothing written again
     assert len(committed(lexical_dir)) == 2
