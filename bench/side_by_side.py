@@ -177,6 +177,15 @@ def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
         tree.results["first_index"] = made[tree.path].results["first_index"]
 
 
+def _searches(texts: list[str]) -> list[str]:
+    """The search requests of these queries, their space to fill in (`_at`)."""
+    return [f"/spaces/{{space}}/search?{urllib.parse.urlencode({'q': q, 'limit': 10})}" for q in texts]
+
+
+def _at(space: str, paths: list[str]) -> list[str]:
+    return [p.replace("{space}", space) for p in paths]
+
+
 def serve(
     tree: Tree, mode: str, args: argparse.Namespace, paths: list[str], mix: list[str], logs: Path
 ) -> dict[str, object]:
@@ -203,7 +212,7 @@ def serve(
         space = wait_ready(args.port, process, semantic=semantic)
         ready_s = time.perf_counter() - started
         time.sleep(args.settle)  # start-up's collections and the followers' first looks are over
-        space_paths = [p.replace("{space}", space) for p in paths]
+        space_paths = _at(space, paths)
         idle = tree_memory(process.pid)
         one = load(args.port, space_paths, 1, queries=args.queries)
         if semantic:
@@ -220,11 +229,7 @@ def serve(
             time.sleep(args.settle)
         many = load(args.port, space_paths, args.clients, seconds=args.seconds)
         peak = tree_memory(process.pid)
-        mixed = (
-            None
-            if semantic
-            else load(args.port, [p.replace("{space}", space) for p in mix], args.clients, seconds=args.seconds)
-        )
+        mixed = None if semantic else load(args.port, _at(space, mix), args.clients, seconds=args.seconds)
     finally:
         process.terminate()
         process.wait()
@@ -410,9 +415,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.modes = "lexical"
     trees = [parse_tree(text) for text in args.tree]
     texts = questions(args.eval_dir)
-    paths = [f"/spaces/{{space}}/search?{urllib.parse.urlencode({'q': q, 'limit': 10})}" for q in texts]
-    mixed = [q.text for q in build_queries(FULL, load_corpora(args.eval_dir))]
-    mix = [f"/spaces/{{space}}/search?{urllib.parse.urlencode({'q': q, 'limit': 10})}" for q in mixed]
+    paths = _searches(texts)
+    mix = _searches([q.text for q in build_queries(FULL, load_corpora(args.eval_dir))])
     began = time.time()
     with tempfile.TemporaryDirectory(prefix="bench-side-") as scratch:
         work = args.work or Path(scratch)

@@ -8,7 +8,7 @@ vault, the bench's French and English questions in process (`Service.search`,
 2026-12-07): 3.32-3.75 ms of CPU a search over the 7 segments a first index
 leaves (15,691, 13,875, 9,216, 5,088, 2,940, 2,101 and 1,089 notes: the
 pass's intermediate commits and Tantivy's flushes of its 64 MB buffer)
-against 2.57-2.68 ms over the same notes in one segment; six one-note
+against 2.57-2.70 ms over the same notes in one segment; six one-note
 segments beside the one cost 0.34 ms more (2.93-2.96).
 
 Tantivy merges segments in the background by its default merge policy
