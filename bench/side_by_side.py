@@ -19,7 +19,11 @@ vectors (their format and fingerprint are the same across the trees
 compared; a tree that disagreed would re-embed and never get ready).
 
 For each channel set (lexical; hybrid; hybrid + graph), the trees take
-turns serving it (`python -m notarium_search serve`, not watching):
+turns serving it (`python -m notarium_search serve`, not watching; with
+`--serve-rounds N`, N turns, the trees' order reversed every other turn,
+and each figure the median of its tree's N servings, every serving's kept
+in the JSON: the same tree's one-client p50 was 2.95 ms in one run and
+4.53 in another on the 2-vCPU machine of docs/benchmarks.md):
 ready, settled, the process tree's memory (sum of RSS, and of PSS); one
 keep-alive client for `--queries` searches (p50, p99); `--clients` clients
 for `--seconds` (queries/s, and the memory at the end: the peak under
@@ -51,6 +55,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -332,6 +337,25 @@ def remote_embedding(tree: Tree, args: argparse.Namespace) -> list[str] | None:
     return done.stdout.splitlines()
 
 
+def medians(rounds: list[dict[str, object]]) -> dict[str, object]:
+    """One tree's serving rounds as one result: each figure the median of its
+    rounds (p50, p99, queries/s, memory alike), every round's figures kept in
+    `rounds` when there were several."""
+    merged = _median_of(rounds)
+    assert isinstance(merged, dict)
+    return merged if len(rounds) == 1 else {**merged, "rounds": rounds}
+
+
+def _median_of(values: Sequence[object]) -> object:
+    first = values[0]
+    if isinstance(first, dict):
+        return {key: _median_of([v[key] for v in values if isinstance(v, dict)]) for key in first}
+    if isinstance(first, int | float) and not isinstance(first, bool):
+        middle = statistics.median(float(v) for v in values if isinstance(v, int | float))
+        return round(middle, 2) if isinstance(first, float) else round(middle)
+    return first
+
+
 def _cell(tree: Tree, *keys: str) -> object:
     value: object = tree.results
     for key in keys:
@@ -400,6 +424,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--index-runs", type=int, default=1, help="first indexes per tree, in turns (the median is reported)"
     )
+    parser.add_argument(
+        "--serve-rounds",
+        type=int,
+        default=1,
+        help="servings per tree and channel set, in turns (order reversed every other round); medians reported",
+    )
     parser.add_argument("--build-notes", type=int, default=1000)
     parser.add_argument("--cli-runs", type=int, default=10)
     parser.add_argument("--cli-query", default="résistance opérationnelle")
@@ -423,9 +453,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         work.mkdir(parents=True, exist_ok=True)
         prepare(trees, args, work)
         for mode in args.modes.split(","):
+            rounds: dict[str, list[dict[str, object]]] = {tree.name: [] for tree in trees}
+            for turn in range(args.serve_rounds):
+                for tree in trees if turn % 2 == 0 else list(reversed(trees)):
+                    measured = serve(tree, mode, args, paths, mix, work)
+                    rounds[tree.name].append(measured)
+                    print(json.dumps({"tree": tree.name, "mode": mode, "round": turn + 1, **measured}), flush=True)
             for tree in trees:
-                tree.results[mode] = serve(tree, mode, args, paths, mix, work)
-                print(json.dumps({"tree": tree.name, "mode": mode, **tree.results[mode]}), flush=True)  # type: ignore[dict-item]
+                tree.results[mode] = medians(rounds[tree.name])
         if args.vectors is not None:
             semantic_builds(trees, args, work)
         cli_search(trees, args)

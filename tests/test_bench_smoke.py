@@ -165,6 +165,25 @@ def test_side_by_side_smoke(tmp_path):
     assert (tmp_path / "out.json").is_file()
 
 
+def test_side_by_side_rounds_are_reported_by_their_medians():
+    """`--serve-rounds`: each figure of a tree's servings is their median,
+    whole numbers stay whole, labels are kept, and every serving is kept."""
+    from bench.side_by_side import medians
+
+    rounds: list[dict[str, object]] = [
+        {"ready_s": 2.0, "one_client": {"p50_ms": 3.5, "queries": 1000}, "memory_mib": {"idle_rss": 200}},
+        {"ready_s": 4.0, "one_client": {"p50_ms": 2.9, "queries": 1000}, "memory_mib": {"idle_rss": 190}},
+        {"ready_s": 3.0, "one_client": {"p50_ms": 4.4, "queries": 1000}, "memory_mib": {"idle_rss": 231}},
+    ]
+    merged = medians(rounds)
+    assert merged["ready_s"] == 3.0
+    assert merged["one_client"] == {"p50_ms": 3.5, "queries": 1000}
+    assert merged["memory_mib"] == {"idle_rss": 200}
+    assert merged["rounds"] == rounds
+    assert medians(rounds[:1]) == rounds[0]  # one serving: reported as it was
+    assert medians(rounds[:2])["one_client"] == {"p50_ms": 3.2, "queries": 1000}
+
+
 def test_word_table_memory_smoke(capsys: pytest.CaptureFixture[str]):
     from bench import word_table_memory
     from tests.conftest import models_dir
