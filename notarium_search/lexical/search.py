@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
 import msgspec
@@ -48,6 +49,11 @@ CHANNEL = "lexical"
 # Notes whose name starts with the typed text put before the others: a page
 # shows ten, and each costs a stored document read (lexical/known.py).
 NAMED_NOTES = 20
+# Queries whose plans are kept: a hybrid answer analyses its query twice (the
+# lexical channel's search, then the semantic channel's snippets: query_terms),
+# search as you type and an assistant's retries again. 4 analyses of ~35 µs a
+# query in a space of two languages.
+PLANNED_QUERIES = 256
 FEED_TIE_SLACK = 32  # extra rows fetched so a page boundary rarely splits equal keys
 __all__ = ["InvalidCursor"]  # raised by the feed, from lexical/cursor.py
 
@@ -119,7 +125,14 @@ def search(
 
 def _plans(index: LexicalIndex, searcher: tantivy.Searcher, text: str) -> list[QueryPlan]:
     """The query analysed in each language of the notes `searcher` sees, the
-    fallback's first when it has notes.
+    fallback's first when it has notes (`plans_in`)."""
+    return list(plans_in(text, index.present(searcher)))
+
+
+@functools.lru_cache(maxsize=PLANNED_QUERIES)
+def plans_in(text: str, languages: tuple[str, ...]) -> tuple[QueryPlan, ...]:
+    """The query analysed in each of `languages` (plans are frozen: one copy
+    serves every thread).
 
     A word that is a stop word in one of these languages is one in all: a
     French question's "l'", "de", "comment" are not searched in the English
@@ -128,12 +141,20 @@ def _plans(index: LexicalIndex, searcher: tantivy.Searcher, text: str) -> list[Q
     and cranfield in one space (docs/ranking.md, "Languages of the notes"),
     nDCG@10 lexical: without it cranfield 0.3239 (0.3892 alone), with it
     0.3902 and piaf-fr 0.8216 (0.8250 alone); only the stop words of the
-    language whose stop words the query holds most: piaf-fr 0.8199."""
-    plans = [plan_query(text, analyzers(language)) for language in index.present(searcher)]
+    language whose stop words the query holds most: piaf-fr 0.8199. A plan
+    none of whose words is another language's stop word is kept as made:
+    analysed again, it would come out the same."""
+    plans = [plan_query(text, analyzers(language)) for language in languages]
     if len(plans) == 1:
-        return plans
+        return tuple(plans)
     stop_words = frozenset(t.plain for p in plans for u in p.units for t in u.terms if t.stem is None)
-    return [plan_query(text, analyzers(p.language), stop_words) for p in plans] if stop_words else plans
+    return tuple(
+        plan_query(text, analyzers(p.language), stop_words) if _gains_stop_words(p, stop_words) else p for p in plans
+    )
+
+
+def _gains_stop_words(plan: QueryPlan, stop_words: frozenset[str]) -> bool:
+    return any(t.stem is not None and t.plain in stop_words for u in plan.units for t in u.terms)
 
 
 def query_terms(index: LexicalIndex, text: str) -> LanguageTerms:

@@ -262,3 +262,27 @@ def test_clauses_alike_in_every_language_are_asked_once_with_the_same_scores(vau
                 assert [s for s, _ in found] == pytest.approx([s for s, _ in expected], rel=1e-6), text
     finally:
         service.stop()
+
+
+def test_a_query_is_analysed_in_each_language_once_and_kept():
+    """`plans_in`: the plans of the analysis in two rounds (each language's,
+    then each again with every language's stop words), a plan that gains no
+    stop word kept from the first; the same objects when asked again (a hybrid
+    answer asks twice: the lexical channel, then the semantic snippets)."""
+    from notarium_search.lexical.analysis import analyzers
+    from notarium_search.lexical.query import plan_query
+
+    languages = ("fr", "en")
+    texts = (FRENCH, ENGLISH, "quel est le pitch", "the ailes de l'avion", "pilot -wing", '"the wings" lift')
+    for text in (*texts, "avions de lig", "de la", ""):
+        first = [plan_query(text, analyzers(language)) for language in languages]
+        stop_words = frozenset(t.plain for p in first for u in p.units for t in u.terms if t.stem is None)
+        expected = tuple(plan_query(text, analyzers(language), stop_words) for language in languages)
+        plans = lexical.plans_in(text, languages)
+        assert plans == expected, text
+        for plan in plans:  # the word being typed is one of the plan's own terms (told apart by identity)
+            assert plan.prefix is None or any(plan.prefix is t for u in plan.units for t in u.terms)
+        assert lexical.plans_in(text, languages) is plans
+    french, english = lexical.plans_in(FRENCH, languages)
+    assert french == plan_query(FRENCH, analyzers("fr"))  # no English stop word in it: kept as first made
+    assert english != plan_query(FRENCH, analyzers("en"))  # "les", "d'", "la": French stop words, not searched
