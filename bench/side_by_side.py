@@ -162,7 +162,7 @@ def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
     sources = list(made.values())
     timings: dict[str, list[float]] = {tree.name: [] for tree in sources}
     for round_ in range(max(args.index_runs, 1)):
-        for tree in sources if round_ % 2 == 0 else sources[::-1]:
+        for tree in in_turns(sources, round_):
             shutil.rmtree(tree.index, ignore_errors=True)
             seconds = index_lexically(tree, args.root, tree.index)
             timings[tree.name].append(seconds)
@@ -180,6 +180,12 @@ def prepare(trees: list[Tree], args: argparse.Namespace, work: Path) -> None:
         index_lexically(tree, args.cli_root, tree.cli_index)
     for tree in trees:
         tree.results["first_index"] = made[tree.path].results["first_index"]
+
+
+def in_turns(trees: list[Tree], round_: int) -> list[Tree]:
+    """The trees in the order they take turns in this round: reversed every
+    other round, so that none always runs first (the machine drifts)."""
+    return trees if round_ % 2 == 0 else trees[::-1]
 
 
 def _searches(texts: list[str]) -> list[str]:
@@ -455,7 +461,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for mode in args.modes.split(","):
             rounds: dict[str, list[dict[str, object]]] = {tree.name: [] for tree in trees}
             for turn in range(args.serve_rounds):
-                for tree in trees if turn % 2 == 0 else list(reversed(trees)):
+                for tree in in_turns(trees, turn):
                     measured = serve(tree, mode, args, paths, mix, work)
                     rounds[tree.name].append(measured)
                     print(json.dumps({"tree": tree.name, "mode": mode, "round": turn + 1, **measured}), flush=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Sequence
 
 import msgspec
 import tantivy
@@ -123,10 +124,10 @@ def search(
     return ChannelResult(CHANNEL, tuple(hits), () if named else unmatched)
 
 
-def _plans(index: LexicalIndex, searcher: tantivy.Searcher, text: str) -> list[QueryPlan]:
+def _plans(index: LexicalIndex, searcher: tantivy.Searcher, text: str) -> tuple[QueryPlan, ...]:
     """The query analysed in each language of the notes `searcher` sees, the
     fallback's first when it has notes (`plans_in`)."""
-    return list(plans_in(text, index.present(searcher)))
+    return plans_in(text, index.present(searcher))
 
 
 @functools.lru_cache(maxsize=PLANNED_QUERIES)
@@ -166,7 +167,7 @@ def _named(
     index: LexicalIndex,
     searcher: tantivy.Searcher,
     text: str,
-    plans: list[QueryPlan],
+    plans: Sequence[QueryPlan],
     filters: FeedFilter,
     count: int,
     read: dict[tuple[int, int], bytes],
