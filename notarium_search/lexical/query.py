@@ -158,6 +158,7 @@ def build_query_across(
     schema: tantivy.Schema,
     ranking: RankingConfig,
     majority: str | None = None,
+    common_words: frozenset[str] = frozenset(),
 ) -> Query:
     """The ranked query of a space whose notes are in several languages: each
     plan (the query analysed in one language, with its absent stems) matched
@@ -181,9 +182,9 @@ def build_query_across(
     filter is "none of the other plans' languages" (in_language), the same
     notes since every note is in the language of one plan."""
     if len(plans) == 1:
-        return build_query(plans[0][0], schema, ranking, plans[0][1])
+        return build_query(plans[0][0], schema, ranking, plans[0][1], common_words)
     whole = any(u.phrase or u.excluded for p, _ in plans for u in p.units)
-    grouped = [] if whole else [(p.language, _ranked_clauses(p, schema, ranking, a)) for p, a in plans]
+    grouped = [] if whole else [(p.language, _ranked_clauses(p, schema, ranking, a, common_words)) for p, a in plans]
     keys = [Counter(key for key, _ in groups) for _, groups in grouped]
     common = functools.reduce(operator.and_, keys) if keys else Counter()
     languages = [p.language for p, _ in plans]
@@ -193,7 +194,7 @@ def build_query_across(
         return in_language(query, language, schema, others)
 
     if not common:
-        each = [only(build_query(p, schema, ranking, a), p.language) for p, a in plans]
+        each = [only(build_query(p, schema, ranking, a, common_words), p.language) for p, a in plans]
         return Query.boolean_query([(Occur.Should, query) for query in each])
     shared, _ = _take(grouped[0][1], common)
     clauses = [(Occur.Should, query) for query in shared]
@@ -241,6 +242,7 @@ def build_query(
     schema: tantivy.Schema,
     ranking: RankingConfig,
     absent_stems: frozenset[str],
+    common_words: frozenset[str] = frozenset(),
 ) -> Query:
     """Ranked query: every word optional (more matched words rank higher),
     quoted phrases required, excluded words and phrases removed.
@@ -252,7 +254,8 @@ def build_query(
     proximity boosts (LANGUAGE_BOOSTS)."""
     must = [_exact(unit, schema) for unit in plan.units if unit.phrase and not unit.excluded]
     must_not = [_exact(unit, schema) for unit in plan.units if unit.excluded]
-    should = [query for _, group in _ranked_clauses(plan, schema, ranking, absent_stems) for query in group]
+    groups = _ranked_clauses(plan, schema, ranking, absent_stems, common_words)
+    should = [query for _, group in groups for query in group]
     # One flat boolean query, every word's options side by side: the same matches
     # and scores as one nested query per word (scores add up either way), faster.
     # Without a required phrase, a note must match at least one Should clause.
@@ -264,7 +267,11 @@ def build_query(
 
 
 def _ranked_clauses(
-    plan: QueryPlan, schema: tantivy.Schema, ranking: RankingConfig, absent_stems: frozenset[str]
+    plan: QueryPlan,
+    schema: tantivy.Schema,
+    ranking: RankingConfig,
+    absent_stems: frozenset[str],
+    common_words: frozenset[str] = frozenset(),
 ) -> list[tuple[Hashable, list[Query]]]:
     """The plan's optional (Should) clauses, in groups keyed by all that makes
     them: two plans' groups of equal keys are the same clauses (build_query_across)."""
@@ -279,7 +286,9 @@ def _ranked_clauses(
     if not plain_only:
         content = [t.plain for t in free if t.stem is not None]
         boosts = language_boosts(ranking, plan.language)
-        groups.append((("form", boosts, tuple(content)), _form_and_proximity(content, schema, boosts)))
+        common = frozenset(common_words.intersection(content))
+        clauses = _form_and_proximity(content, schema, boosts, common)
+        groups.append((("form", boosts, tuple(content), common), clauses))
     plain_words: list[str | tuple[int, str]] = [t.plain for t in free]
     if len(plain_words) >= 2 and ranking.phrase_boost > 0:
         phrase = Query.phrase_query(schema, "plain", plain_words)
@@ -305,15 +314,24 @@ def _name_holds_every_word(terms: list[Term], schema: tantivy.Schema) -> Query |
     return Query.boolean_query(each)
 
 
-def _form_and_proximity(words: list[str], schema: tantivy.Schema, boosts: LanguageBoosts) -> list[Query]:
+def _form_and_proximity(
+    words: list[str], schema: tantivy.Schema, boosts: LanguageBoosts, common: frozenset[str] = frozenset()
+) -> list[Query]:
     """The words (unquoted, stop words aside) as written, on the plain field
-    on top of their stems, and each pair of consecutive words found near each other."""
+    on top of their stems, and each pair of consecutive words found near each
+    other; `common` (words most notes hold) not as written, nor a pair of two."""
     clauses: list[Query] = []
     if boosts.exact_form > 0:
         # A repeated word counts twice, as its stem clause does.
-        clauses.extend(Query.boost_query(Query.term_query(schema, "plain", word), boosts.exact_form) for word in words)
+        clauses.extend(
+            Query.boost_query(Query.term_query(schema, "plain", word), boosts.exact_form)
+            for word in words
+            if word not in common
+        )
     if boosts.proximity > 0:
         for first, second in itertools.pairwise(words):
+            if first in common and second in common:
+                continue
             near = Query.phrase_query(schema, "plain", [first, second], PROXIMITY_SLOP)
             clauses.append(Query.boost_query(near, boosts.proximity))
     return clauses

@@ -17,13 +17,13 @@ from notarium_search.lexical.filters import folder_query, in_section, name_claus
 from notarium_search.lexical.phrase import phrase_test
 from notarium_search.lexical.query import (
     QueryPlan,
-    Term,
     build_filter_terms,
     build_query_across,
     exclusions,
     in_language,
     plan_query,
 )
+from notarium_search.lexical.query_words import absent_terms, common_words, prefix_matches
 from notarium_search.lexical.schema import (
     Payload,
     decode_head,
@@ -76,7 +76,7 @@ def search(
     plan = plans[0]  # the words, quotes and exclusions are the same in every language
     if plan.is_empty:
         return ChannelResult(CHANNEL, ())
-    absent = {p.language: _absent_terms(searcher, p) for p in plans}
+    absent = {p.language: absent_terms(searcher, p) for p in plans}
     # A word is a typo (or unfinished) only when no note of any language holds
     # it: a French word is not matched at one typo against the English notes.
     nowhere = set.intersection(*({t.surface for t in terms} for terms in absent.values()))
@@ -86,7 +86,8 @@ def search(
     }
     across = [(p, absent_stems[p.language]) for p in plans]
     majority = index.majority(searcher, [p.language for p in plans])
-    query = _with_filters(build_query_across(across, index.schema, ranking, majority), filters, index.schema)
+    common = common_words(searcher, plans, ranking.form_max_share)
+    query = _with_filters(build_query_across(across, index.schema, ranking, majority, common), filters, index.schema)
     result = searcher.search(query, limit, count=False)
     read: dict[tuple[int, int], bytes] = {}  # the stored notes _named read, not read twice
     named = _named(index, searcher, text, plans, filters, min(limit, NAMED_NOTES), read)[:limit]
@@ -119,7 +120,7 @@ def search(
             language = head.language if len(plans) > 1 else None
             hits.append(ChannelHit(head.summary(), score, (), evidence=later, known=name, language=language))
     missing = [t for t in absent[plan.language] if t.surface in nowhere]
-    unmatched = tuple(dict.fromkeys(t.surface for t in missing if not _prefix_matches(searcher, plan, t)))
+    unmatched = tuple(dict.fromkeys(t.surface for t in missing if not prefix_matches(searcher, plan, t)))
     # A note the query names holds each of its words, whole or as a word's start.
     return ChannelResult(CHANNEL, tuple(hits), () if named else unmatched)
 
@@ -207,26 +208,10 @@ def highlights(
     plan = plan_query(query, analyzers(language))
     if plan.is_empty:
         return ()
-    absent = frozenset(t.stem for t in _absent_terms(index.searcher(), plan) if t.stem)
+    absent = frozenset(t.stem for t in absent_terms(index.searcher(), plan) if t.stem)
     terms = HighlightTerms.from_plan(plan, absent)
     found = find_matches(text, terms, analyzers(language), max_matches=limit, max_candidates=max_words)
     return tuple(TextRange(match.start, match.end) for match in found)
-
-
-def _absent_terms(searcher: tantivy.Searcher, plan: QueryPlan) -> list[Term]:
-    """Query words that occur in no note of the plan's language as such (typos, or words still being typed)."""
-    absent = []
-    for term in plan.positive:
-        if term.stem is None and not plan.stop_words_only:
-            continue
-        field, value = ("text", term.stem) if term.stem else ("plain", term.plain)
-        if searcher.doc_freq(field, value) == 0:
-            absent.append(term)
-    return absent
-
-
-def _prefix_matches(searcher: tantivy.Searcher, plan: QueryPlan, term: Term) -> bool:
-    return term is plan.prefix and bool(searcher.terms_with_prefix("plain", term.plain, limit=1))
 
 
 def feed(

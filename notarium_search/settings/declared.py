@@ -140,6 +140,11 @@ class RankingConfig(msgspec.Struct, frozen=True):
     """Extra weight when two consecutive query words occur within two words
     of each other in the note. None: the space language's measured default
     (fr 0.25, en 0). 0 disables."""
+    form_max_share: float = 0.05
+    """A query word held as written by more than this share of the notes
+    (and by more than 1,000 notes) gets no exact-form clause, and two such
+    words in a row no proximity clause: the clauses that cost a French query
+    most and move its ranking least. 1 gives every word both."""
 
 
 class FusionConfig(msgspec.Struct, frozen=True):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from notarium_search.lexical import query_words
 from notarium_search.lexical.query import LANGUAGE_BOOSTS, LanguageBoosts, language_boosts
 from notarium_search.settings import RankingConfig
 from notarium_search.types import FeedFilter, Snippet
@@ -319,6 +320,33 @@ def test_french_words_near_each_other_rank_above_the_same_words_apart(vault: Vau
     # Without proximity the shorter note comes first.
     assert _ranked(vault, "notes", "roi France ", proximity_boost=0) == ["apart", "near"]
     assert _ranked(vault, "notes", "roi France ") == ["near", "apart"]  # French default 0.25
+
+
+def test_a_word_most_notes_hold_is_not_scored_as_written(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    # At two notes' scale: a space holds more than COMMON_WORD_MIN_NOTES notes.
+    monkeypatch.setattr(query_words, "COMMON_WORD_MIN_NOTES", 0)
+    vault.write("a.md", AS_WRITTEN)
+    vault.write("b.md", OTHER_FORM)
+    # "élections" as written: one note of two, more than the default share.
+    assert _ranked(vault, "notes", "élections ") == ["other-form", "as-written"]  # as with exact_form_boost=0
+    assert _ranked(vault, "notes", "élections ", form_max_share=0.5) == ["as-written", "other-form"]  # not more
+    assert _ranked(vault, "notes", "élections ", form_max_share=1) == ["as-written", "other-form"]
+
+
+def test_two_words_most_notes_hold_are_not_scored_near_each_other(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(query_words, "COMMON_WORD_MIN_NOTES", 0)
+    vault.write("near.md", "---\nid: near\n---\nLe roi de France signa le traité de paix après la guerre.\n")
+    vault.write("apart.md", "---\nid: apart\n---\nLe roi chassait au loin, la France attendait.\n")
+    for k in range(2):
+        vault.write(f"other-{k}.md", f"---\nid: other-{k}\n---\nUn roi sans royaume, récit numéro {k}.\n")
+
+    def order(**ranking: float) -> list[str]:
+        return [i for i in _ranked(vault, "notes", "roi France ", **ranking) if i in {"near", "apart"}]
+
+    # "roi" is in every note, "France" in half: the pair is still scored near...
+    assert order(form_max_share=0.5) == ["near", "apart"]
+    # ...unless both are in more than the share: then as without proximity.
+    assert order(form_max_share=0.25) == order(proximity_boost=0, form_max_share=0.25) == ["apart", "near"]
 
 
 def test_language_boosts_take_the_configured_value_over_the_language_default():
