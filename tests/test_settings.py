@@ -164,6 +164,7 @@ def test_explicit_space_outside_root(tmp_path: Path):
         ("[fusion]\nscore_floor = 1.5\n", {}, r"\[fusion\] score_floor = 1\.5 .*expected `float` <= 1"),
         ("[fusion]\nlexical_weight = -1\n", {}, r"\[fusion\] lexical_weight = -1 .*expected `float` >= 0"),
         ('[fusion]\nk = "big"\n', {}, r'\[fusion\] k = "big" .*expected `float`, got `str`'),
+        ("[ranking]\nform_max_share = 5\n", {}, r"\[ranking\] form_max_share = 5 .*expected `float` <= 1"),
         ("", {"NOTARIUM_ACTIVATION_FIELDS": " , "}, "needs at least one name"),
         ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\npattern = "(["\n', {}, "not a valid regular expression"),
         ('[spaces.s]\npath = "."\n[spaces.s.collections.a]\nchunking = "page"\n', {}, "chunking one of"),

@@ -140,7 +140,7 @@ class RankingConfig(msgspec.Struct, frozen=True):
     """Extra weight when two consecutive query words occur within two words
     of each other in the note. None: the space language's measured default
     (fr 0.25, en 0). 0 disables."""
-    form_max_share: float = 0.05
+    form_max_share: Annotated[float, Meta(ge=0, le=1)] = 0.05
     """A query word held as written by more than this share of the notes
     (and by more than 1,000 notes) gets no exact-form clause, and two such
     words in a row no proximity clause: the clauses that cost a French query
