@@ -43,6 +43,11 @@ class LanguageBoosts(msgspec.Struct, frozen=True):
     exact_form: float
     proximity: float
 
+    @property
+    def active(self) -> bool:
+        """Whether a query in this language has either clause."""
+        return self.exact_form > 0 or self.proximity > 0
+
 
 # Measured with bench/eval_collection.py (docs/ranking.md, "Exact forms and
 # proximity"). French: Snowball conflates many forms ("élection", "élections",

@@ -34,7 +34,7 @@ def common_words(searcher: tantivy.Searcher, plans: Sequence[QueryPlan], share: 
     clause for them, nor a proximity clause for two of them in a row
     (lexical/query.py `_form_and_proximity`)."""
     most = max(share * searcher.num_docs, COMMON_WORD_MIN_NOTES)
-    if share >= 1 or searcher.num_docs <= most:
+    if searcher.num_docs <= most:  # a share of 1, or a small vault: no word is that common
         return frozenset()
     words = {t.plain for p in plans for t in p.positive if t.stem is not None}
     return frozenset(w for w in words if searcher.doc_freq("plain", w) > most)

@@ -21,6 +21,7 @@ from notarium_search.lexical.query import (
     build_query_across,
     exclusions,
     in_language,
+    language_boosts,
     plan_query,
 )
 from notarium_search.lexical.query_words import absent_terms, common_words, prefix_matches
@@ -86,7 +87,9 @@ def search(
     }
     across = [(p, absent_stems[p.language]) for p in plans]
     majority = index.majority(searcher, [p.language for p in plans])
-    common = common_words(searcher, plans, ranking.form_max_share)
+    # Only a language with either clause (French) asks the dictionary how common its words are.
+    weighed = any(language_boosts(ranking, p.language).active for p in plans)
+    common = common_words(searcher, plans, ranking.form_max_share) if weighed else frozenset()
     query = _with_filters(build_query_across(across, index.schema, ranking, majority, common), filters, index.schema)
     result = searcher.search(query, limit, count=False)
     read: dict[tuple[int, int], bytes] = {}  # the stored notes _named read, not read twice
