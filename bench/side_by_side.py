@@ -29,10 +29,14 @@ keep-alive client for `--queries` searches (p50, p99); `--clients` clients
 for `--seconds` (queries/s, and the memory at the end: the peak under
 load); for the lexical tier, the clients again for `--seconds` with
 bench/perf_lexical.py's mix (French and English questions and
-as-you-type prefixes: issue 34's "bench's mix"). With the model, the server is started again between the two: the
-clients ask the one client's questions again, which a tree that keeps its
-query embeddings (issue 34) would answer from them. Answers whose `degraded` is not empty are counted (a query embedding
-past its deadline is answered lexically). Then, per tree: a semantic build
+as-you-type prefixes: issue 34's "bench's mix"). Each of these loads also
+reports the server's CPU a query (`cpu_ms`: the process tree's, from
+/proc), which a shared machine's drift moves less than the clients' timings.
+With the model, the server is started again between the two: the clients
+ask the one client's questions again, which a tree that keeps its query
+embeddings (issue 34) would answer from them. Answers whose `degraded` is
+not empty are counted (a query embedding past its deadline is answered
+lexically). Then, per tree: a semantic build
 of `--build-notes` notes (the first notes of ROOT), its fragments/s and the
 share of its time inside the embedder's `embed_passages` (timed around the
 method, from the first call to the end of the command), and the vault's
@@ -55,7 +59,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +67,7 @@ from typing import Any
 from bench.cli_startup import timed_search
 from bench.http_tail import questions, wait_ready
 from bench.perf_lexical import FULL, build_queries, load_corpora
-from bench.workers import load, percentile, tree_memory
+from bench.workers import Load, load, percentile, tree_cpu_seconds, tree_memory
 
 SPACE = "s"
 MODES = {"lexical": {}, "hybrid": {"VECTOR_SEARCH": "1"}, "hybrid + graph": {"VECTOR_SEARCH": "1", "GRAPH_BOOST": "1"}}
@@ -225,7 +229,7 @@ def serve(
         time.sleep(args.settle)  # start-up's collections and the followers' first looks are over
         space_paths = _at(space, paths)
         idle = tree_memory(process.pid)
-        one = load(args.port, space_paths, 1, queries=args.queries)
+        one, one_cpu = _with_cpu(process.pid, lambda: load(args.port, space_paths, 1, queries=args.queries))
         if semantic:
             # Served again: a tree that keeps its query embeddings (issue 34)
             # would otherwise answer the clients' questions, the one client's
@@ -238,9 +242,14 @@ def serve(
                 )
             wait_ready(args.port, process, semantic=semantic)
             time.sleep(args.settle)
-        many = load(args.port, space_paths, args.clients, seconds=args.seconds)
+        clients = args.clients
+        many, many_cpu = _with_cpu(process.pid, lambda: load(args.port, space_paths, clients, seconds=args.seconds))
         peak = tree_memory(process.pid)
-        mixed = None if semantic else load(args.port, _at(space, mix), args.clients, seconds=args.seconds)
+        mixed, mixed_cpu = (
+            (None, 0.0)
+            if semantic
+            else _with_cpu(process.pid, lambda: load(args.port, _at(space, mix), args.clients, seconds=args.seconds))
+        )
     finally:
         process.terminate()
         process.wait()
@@ -252,6 +261,7 @@ def serve(
             "max_ms": round(one.latencies[-1], 2),
             "degraded": one.degraded,
             "queries": len(one.latencies),
+            "cpu_ms": one_cpu,
         },
         "many_clients": {
             "qps": round(many.qps, 1),
@@ -259,9 +269,14 @@ def serve(
             "p99_ms": round(percentile(many.latencies, 0.99), 2),
             "degraded": many.degraded,
             "queries": len(many.latencies),
+            "cpu_ms": many_cpu,
         },
         **(
-            {} if mixed is None else {"many_clients_mix": {"qps": round(mixed.qps, 1), "queries": len(mixed.latencies)}}
+            {}
+            if mixed is None
+            else {
+                "many_clients_mix": {"qps": round(mixed.qps, 1), "queries": len(mixed.latencies), "cpu_ms": mixed_cpu}
+            }
         ),
         "memory_mib": {
             "idle_rss": round(idle[0]),
@@ -270,6 +285,17 @@ def serve(
             "peak_pss": round(peak[1]),
         },
     }
+
+
+def _with_cpu(pid: int, run: Callable[[], Load]) -> tuple[Load, float]:
+    """A load, and the server's CPU per query it answered (ms: the process
+    tree's, the supervisor, the workers and the model process). Steadier than
+    the clients' timings on a shared machine: it leaves out the time the
+    server waited for a core."""
+    before = tree_cpu_seconds(pid)
+    done = run()
+    spent = tree_cpu_seconds(pid) - before
+    return done, round(1000 * spent / max(len(done.latencies), 1), 2)
 
 
 def semantic_build(tree: Tree, args: argparse.Namespace, work: Path) -> dict[str, object]:
@@ -387,11 +413,14 @@ def table(trees: list[Tree]) -> str:
         ("lexical over HTTP, 16 clients (q/s)", served("lexical", "many_clients", "qps")),
         ("lexical over HTTP, 16 clients, the bench's mix (q/s)", served("lexical", "many_clients_mix", "qps")),
         ("lexical over HTTP, 1 client: p50 / p99 (ms)", _pair(trees, "lexical")),
+        ("lexical: the server's CPU a query at 1 / 16 clients / the mix (ms)", _cpu(trees, "lexical")),
         ("hybrid over HTTP, 16 clients (q/s)", served("hybrid", "many_clients", "qps")),
         ("— of which degraded to lexical", served("hybrid", "many_clients", "degraded")),
         ("hybrid over HTTP, 1 client: p50 / p99 (ms)", _pair(trees, "hybrid")),
+        ("hybrid: the server's CPU a query at 1 / 16 clients (ms)", _cpu(trees, "hybrid")),
         ("hybrid + graph over HTTP, 1 client: p50 / p99 (ms)", _pair(trees, "hybrid + graph")),
         ("hybrid + graph over HTTP, 16 clients (q/s)", served("hybrid + graph", "many_clients", "qps")),
+        ("hybrid + graph: the server's CPU a query at 1 / 16 clients (ms)", _cpu(trees, "hybrid + graph")),
         ("RSS hybrid: idle / peak under 16 clients (MiB)", list(memory("hybrid"))),
         ("RSS hybrid + graph: idle / peak (MiB)", list(memory("hybrid + graph"))),
         ("RSS lexical: idle / peak (MiB)", list(memory("lexical"))),
@@ -407,6 +436,11 @@ def table(trees: list[Tree]) -> str:
 
 def _first_index(trees: list[Tree]) -> list[object]:
     return [f"{_cell(t, 'first_index', 'seconds')} / {_cell(t, 'first_index', 'notes_per_s')}" for t in trees]
+
+
+def _cpu(trees: list[Tree], mode: str) -> list[object]:
+    loads = ("one_client", "many_clients") + (("many_clients_mix",) if mode == "lexical" else ())
+    return [" / ".join(str(_cell(t, mode, name, "cpu_ms")) for name in loads) for t in trees]
 
 
 def _pair(trees: list[Tree], mode: str) -> list[object]:

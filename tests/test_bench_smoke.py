@@ -144,8 +144,12 @@ def test_side_by_side_smoke(tmp_path):
         for mode in ("lexical", "hybrid"):
             assert tree[mode]["one_client"]["queries"] == 20
             assert tree[mode]["many_clients"]["qps"] > 0
+            # The server's CPU a query: a second of 16 clients always costs some.
+            assert tree[mode]["many_clients"]["cpu_ms"] > 0
+            assert tree[mode]["one_client"]["cpu_ms"] >= 0
             assert tree[mode]["memory_mib"]["idle_rss"] > 0
         assert tree["lexical"]["many_clients_mix"]["qps"] > 0  # perf_lexical's mix, the lexical tier only
+        assert tree["lexical"]["many_clients_mix"]["cpu_ms"] > 0
         assert "many_clients_mix" not in tree["hybrid"]
         assert 0 < tree["build"]["share_in_model"] <= 1
         assert tree["build"]["fragments"] > 0
