@@ -242,13 +242,12 @@ def serve(
                 )
             wait_ready(args.port, process, semantic=semantic)
             time.sleep(args.settle)
-        clients = args.clients
-        many, many_cpu = _with_cpu(process.pid, lambda: load(args.port, space_paths, clients, seconds=args.seconds))
+        many, many_cpu = _with_cpu(process.pid, lambda: load(args.port, space_paths, args.clients, args.seconds))
         peak = tree_memory(process.pid)
         mixed, mixed_cpu = (
             (None, 0.0)
             if semantic
-            else _with_cpu(process.pid, lambda: load(args.port, _at(space, mix), args.clients, seconds=args.seconds))
+            else _with_cpu(process.pid, lambda: load(args.port, _at(space, mix), args.clients, args.seconds))
         )
     finally:
         process.terminate()
