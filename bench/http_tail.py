@@ -90,6 +90,7 @@ def run(tree: Path, args: argparse.Namespace, texts: list[str], hook_dir: Path, 
         "NOTARIUM_INDEX_DIR": str(args.index),
         "NOTARIUM_PORT": str(port),
         "NOTARIUM_WATCH": "0",
+        "NOTARIUM_RECONCILE_INTERVAL": "0",  # no full comparison every 60 s inside a load
         "NOTARIUM_RATE_LIMIT": "0",
         "NOTARIUM_WORKERS": "1",  # one worker, as the runs of docs/benchmarks.md
         "GRAPH_BOOST": "1" if args.graph else "0",

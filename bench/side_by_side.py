@@ -19,8 +19,9 @@ vectors (their format and fingerprint are the same across the trees
 compared; a tree that disagreed would re-embed and never get ready).
 
 For each channel set (lexical; hybrid; hybrid + graph), the trees take
-turns serving it (`python -m notarium_search serve`, not watching; with
-`--serve-rounds N`, N turns, the trees' order reversed every other turn,
+turns serving it (`python -m notarium_search serve`, neither watching nor
+polling the files; with `--serve-rounds N`, N turns, the trees' order
+reversed every other turn,
 and each figure the median of its tree's N servings, every serving's kept
 in the JSON: the same tree's one-client p50 was 2.95 ms in one run and
 4.53 in another on the 2-vCPU machine of docs/benchmarks.md):
@@ -211,6 +212,9 @@ def serve(
         {
             "NOTARIUM_PORT": str(args.port),
             "NOTARIUM_WATCH": "0",
+            # Nor polling: a full comparison of the 50,000 files every 60 s (1-2 s of
+            # CPU) landed in some loads and not others.
+            "NOTARIUM_RECONCILE_INTERVAL": "0",
             "NOTARIUM_RATE_LIMIT": "0",
             **({"NOTARIUM_MODEL_DIR": str(args.model)} if args.model is not None else {}),
             **MODES[mode],

@@ -209,6 +209,7 @@ def run(variant: str, args: argparse.Namespace, paths: list[str], folder: Path, 
         "NOTARIUM_INDEX_DIR": str(args.index),
         "NOTARIUM_PORT": str(port),
         "NOTARIUM_WATCH": "1" if args.edits else "0",
+        "NOTARIUM_RECONCILE_INTERVAL": "0",  # no full comparison every 60 s inside a load
         "NOTARIUM_RATE_LIMIT": "0",
         "NOTARIUM_WORKERS": str(workers),
         "NOTARIUM_LOG_LEVEL": "info",  # the access lines say which worker answered

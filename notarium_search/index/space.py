@@ -250,7 +250,10 @@ class Space:
             watch=watch,
             languages=self.lexical.notes_per_language(),
             collections={
-                c.name: lexical_search.count_notes(self.lexical, FeedFilter(collections=(c.name,)))
+                c.name: self.lexical.counted(
+                    ("collection", c.name),
+                    functools.partial(lexical_search.count_notes, self.lexical, FeedFilter(collections=(c.name,))),
+                )
                 for c in self.config.collections
             },
             channels=channels,

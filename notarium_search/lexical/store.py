@@ -8,7 +8,7 @@ searcher replaced) so that results are fresh at once.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -65,6 +65,8 @@ class LexicalIndex:
         # Creating a searcher costs ~1.5 ms (measured at 10,000 notes): one is
         # shared by every reader until the next commit replaces it.
         self._searcher = self.index.searcher()
+        self._generation = 0  # how many times the searcher was replaced (`counted`)
+        self._counts: dict[Hashable, tuple[int, int]] = {}  # key → (generation, count)
 
     def _open(self) -> tantivy.Index:
         if self.read_only:
@@ -94,13 +96,32 @@ class LexicalIndex:
 
     def notes_per_language(self) -> dict[str, int]:
         """How many notes are analysed in each of the space's languages (status)."""
-        searcher = self._searcher
-        counts = {}
-        for language in self.languages:
+        return {
+            language: self.counted(("language", language), self._language_count(language))
+            for language in self.languages
+        }
+
+    def _language_count(self, language: str) -> Callable[[], int]:
+        def count() -> int:
             query = tantivy.Query.term_query(self.schema, LANGUAGE_FIELD, language)
             # `count` exists at run time but is missing from tantivy-py 0.27's stubs.
-            counts[language] = int(getattr(searcher.search(query, 1, count=True), "count", 0) or 0)
-        return counts
+            return int(getattr(self._searcher.search(query, 1, count=True), "count", 0) or 0)
+
+        return count
+
+    def counted(self, key: Hashable, count: Callable[[], int]) -> int:
+        """`count()` of the notes the searcher sees, made once per searcher
+        (each reload after a commit counts again). A shared writer publishes
+        its status 4 times a second (index/peers.py), and counting the notes
+        of each language by a search took 0.78 ms at 50,000 notes: most of
+        an idle service's CPU (docs/benchmarks.md, "An idle service")."""
+        generation = self._generation  # read first: a count made across a reload is made again
+        known = self._counts.get(key)
+        if known is not None and known[0] == generation:
+            return known[1]
+        value = count()
+        self._counts[key] = (generation, value)
+        return value
 
     def present(self, searcher: tantivy.Searcher) -> tuple[str, ...]:
         """The languages of the notes `searcher` sees, in the space's order:
@@ -134,6 +155,7 @@ class LexicalIndex:
         if keep_if_emptied and fresh.num_docs == 0 and self._searcher.num_docs > 0:
             return False
         self._searcher = fresh
+        self._generation += 1
         return True
 
     @property

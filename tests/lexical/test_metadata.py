@@ -199,3 +199,19 @@ def test_frontmatter_is_kept_json_safe_and_bounded():
     huge = clean_frontmatter({"list": list(range(10 * MAX_META_ITEMS))})
     assert len(huge["list"]) <= MAX_META_ITEMS
     assert flatten_meta({"b": {"c": [1, True]}, "n": None}) == (("b.c", "1"), ("b.c", "true"))
+
+
+def test_collection_counts_follow_each_pass(vault: Vault, service: Service):
+    """The status's counts are made once per searcher (lexical/store.py
+    `counted`: the status is published 4 times a second): a pass's commit
+    counts again."""
+    space = service.spaces["notes"]
+    assert space.status().collections == {"articles": 2, "racine": 3}
+    vault.write("publications/Article Neuf.md", "---\ntitle: Article Neuf\n---\nUn nouvel article.\n")
+    vault.remove("publications/anciens/Article Ancien.md")
+    vault.write("Racine neuve.md", "Une note de plus à la racine.\n")
+    space.writing.run_reconcile()
+    assert space.status().collections == {"articles": 2, "racine": 4}
+    vault.remove("publications/Article Livre.md")
+    space.writing.run_reconcile()
+    assert space.status().collections == {"articles": 1, "racine": 4}

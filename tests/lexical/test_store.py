@@ -49,3 +49,29 @@ def test_a_killed_writer_s_uncommitted_files_do_not_block_the_next_commit(tmp_pa
     managed = json.loads(managed_path.read_text())
     managed_path.write_text(json.dumps(sorted({*managed, written})))
     delete_and_commit(crashed)
+
+
+def test_counts_are_made_once_per_searcher(tmp_path: Path):
+    """`counted` remembers a count until a commit's reload replaces the
+    searcher (the status is published 4 times a second: counting the notes of
+    each language by a search was most of an idle service's CPU)."""
+    index = LexicalIndex(tmp_path / "index", ("fr", "en"))
+    for i in range(5):
+        index.upsert(parse_note(f"---\nid: n{i}\nlang: fr\n---\nNote numéro {i}.\n", f"n{i}.md", WHEN))
+    index.commit()
+    asked: list[int] = []
+
+    def notes() -> int:
+        asked.append(1)
+        return int(index.searcher().num_docs)
+
+    assert [index.counted("notes", notes) for _ in range(3)] == [5, 5, 5]
+    assert len(asked) == 1
+    assert index.notes_per_language() == index.notes_per_language() == {"fr": 5, "en": 0}
+    index.delete("n1")
+    index.upsert(parse_note("---\nid: e1\nlang: en\n---\nAn English note.\n", "e1.md", WHEN))
+    index.commit()  # reloads: every count is made again
+    assert index.counted("notes", notes) == 5
+    assert len(asked) == 2
+    assert index.notes_per_language() == {"fr": 4, "en": 1}
+    index.close()
