@@ -3,8 +3,9 @@ writer, the others followers.
 
 The first worker to take a space's writer lock (index/folder.py) is its
 writer, as a lone service is; the others follow it (`Follower`): they open
-the indexes read-only and look every FOLLOW_INTERVAL_SECONDS (index/peers.py) at the files
-the writer changes (index/sharing.py):
+the indexes read-only and look every FOLLOW_INTERVAL_SECONDS (index/peers.py; up to
+IDLE_INTERVAL_SECONDS once nothing changed for a while) at the files the writer
+changes (index/sharing.py):
 
 - the lexical index's `meta.json` (a commit, a merge): its searcher reloads;
 - the change journal: its channels follow each pass's changed notes, as the
@@ -23,13 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from msgspec.structs import replace
 
 from notarium_search.collector import HEAP
 from notarium_search.index import sharing
+from notarium_search.index.peers import Step
 from notarium_search.lexical.channel import generic_status
 from notarium_search.logsetup import get_logger
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault
@@ -75,19 +77,22 @@ class Follower:
         # from Service.space; `status`) take turns.
         self._catching_up = threading.Lock()
 
-    def refresh(self) -> None:
+    def refresh(self) -> bool:
         """One look at the writer's files; what changed is followed, and what
         it built is then kept out of full garbage collections, as the
-        writer's jobs are (collector.py)."""
+        writer's jobs are (collector.py). Whether something changed (the
+        peer loop's pace, index/peers.py)."""
         changed, self._freeze_due = self._freeze_due, False
+        sent = False
         try:
+            sent = self._send_reconcile()
             changed |= self._look()
         finally:
             if changed:
                 HEAP.after_job()
+        return changed or sent
 
     def _look(self) -> bool:
-        self._send_reconcile()
         with self._catching_up:
             # The journal read before the searcher reloads: its entries name
             # notes the reloaded searcher holds. Read after, an entry journaled
@@ -160,7 +165,7 @@ class Follower:
     def start(self) -> None:
         return None  # the peer loop runs its looks (`peer_steps`)
 
-    def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
+    def peer_steps(self) -> tuple[list[Step], list[Step]]:
         return [self.refresh], []
 
     def request_stop(self) -> None:
@@ -190,13 +195,15 @@ class Follower:
                 if len(self._reconcile_paths) > MAX_REQUEST_PATHS:
                     self._reconcile_paths = None  # as many as that: every file
 
-    def _send_reconcile(self) -> None:
+    def _send_reconcile(self) -> bool:
+        """The reconcile asked since the last look, sent; whether one was."""
         with self._asking:
             if not self._reconcile_asked:
-                return
+                return False
             paths = sorted(self._reconcile_paths) if self._reconcile_paths is not None else None
             self._reconcile_asked, self._reconcile_paths = False, set()
         self._ask(sharing.Request("reconcile", paths))
+        return True
 
     def request_repair(self, reason: str) -> None:
         if not self.repair_asked:
@@ -221,7 +228,7 @@ class Follower:
         (space_writer.py): a client told "ready", or that an edit is in, by
         one worker is not told otherwise by the next (at start, a page
         polling /status, or a test, between the writer's word and this
-        worker's next look: up to FOLLOW_INTERVAL_SECONDS and a reload).
+        worker's next look: up to IDLE_INTERVAL_SECONDS and a reload).
         Only the status and the searcher: the channels follow at the peer
         thread's next look."""
         with self._catching_up:

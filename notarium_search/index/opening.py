@@ -14,12 +14,13 @@ factory instead of construction flags.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from notarium_search.index.channels import ChannelContext, Role, open_channels
 from notarium_search.index.folder import cursor_codec, index_fingerprint
 from notarium_search.index.manifest import Manifest
+from notarium_search.index.peers import Step
 from notarium_search.index.space import Space, SpaceRole
 from notarium_search.index.writer_lock import WriterLock
 from notarium_search.lexical.store import LexicalIndex
@@ -115,7 +116,7 @@ class Reader:
     def catch_up(self) -> None:
         return None  # one command's read: the index as it opened
 
-    def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
+    def peer_steps(self) -> tuple[list[Step], list[Step]]:
         return [], []
 
     def request_stop(self) -> None:

@@ -17,6 +17,7 @@ from notarium_search.channel import Channel
 from notarium_search.index import editor_link
 from notarium_search.index.folder import index_mismatch
 from notarium_search.index.manifest import Manifest
+from notarium_search.index.peers import Step
 from notarium_search.lexical import search as lexical_search
 from notarium_search.lexical.channel import LexicalChannel
 from notarium_search.lexical.cursor import CursorCodec
@@ -56,7 +57,7 @@ class SpaceRole(Protocol):
         """Before a request reads the space: a follower reads the writer's
         last commit and status (two stats when nothing changed)."""
 
-    def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
+    def peer_steps(self) -> tuple[list[Step], list[Step]]:
         """What the peer loop runs for it: every round, and every publication."""
 
     def request_stop(self) -> None: ...

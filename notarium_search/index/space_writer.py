@@ -21,6 +21,7 @@ from notarium_search.index.channels import graph_socket_of
 from notarium_search.index.indexer import SpaceIndexer
 from notarium_search.index.model_attach import attach_job
 from notarium_search.index.passes import Passes
+from notarium_search.index.peers import Step
 from notarium_search.index.watch import SpaceWatcher
 from notarium_search.index.writer import Job, Writer
 from notarium_search.index.writer_lock import WriterLock
@@ -111,24 +112,29 @@ class SpaceWriter:
             self.passes.repaired = f"lexical index damaged ({reason}): rebuilding from the notes"
             self.writer.put(self._repair_job)
 
-    def take_requests(self) -> None:
-        """What the other workers asked for since the last look (a shared writer)."""
-        for request in sharing.take_requests(self.space.directory):
+    def take_requests(self) -> bool:
+        """What the other workers asked for since the last look (a shared
+        writer); whether they asked for anything."""
+        requests = sharing.take_requests(self.space.directory)
+        for request in requests:
             if request.kind == "repair":
                 self.request_repair(f"seen by another worker: {request.reason}")
             else:
                 self.request_reindex(request.kind == "full", request.paths)
+        return bool(requests)
 
-    def publish_status(self) -> None:
+    def publish_status(self) -> bool:
         """Publish the status for the other workers when it changed (a shared
-        writer's peer loop, which logs a failure and tries again)."""
+        writer's peer loop, which logs a failure and tries again); whether it had."""
         self._repair_if_deleted(self.space)
+        before = self._published
         self._said(self.space, publish=True)
+        return self._published != before
 
-    def peer_steps(self) -> tuple[list[Callable[[], None]], list[Callable[[], None]]]:
+    def peer_steps(self) -> tuple[list[Step], list[Step]]:
         if self.changes is None:
             return [], []
-        publish = [self.publish_status]
+        publish: list[Step] = [self.publish_status]
         if self.graph_server is not None:
             publish.append(self.graph_server.keep_listening)  # a start that failed, tried again
         return [self.take_requests], publish

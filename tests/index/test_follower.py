@@ -453,3 +453,31 @@ def test_a_searchs_vanished_hits_make_one_request(vault: Vault):
     finally:
         follower.stop()
         writer.stop()
+
+
+def test_the_peer_steps_say_when_they_see_something_new(vault: Vault):
+    """A quiet peer loop slows down (index/peers.py): its steps say whether
+    they saw something new: a follower's look a commit, a writer's round a
+    request, its publication a status that changed."""
+    vault.write("a.md", note("a", "alpha"))
+    writer, follower = workers(vault)
+    try:
+        for service in (writer, follower):
+            service.peers.stop()
+            service.peers._thread.join()
+        (look,), _ = follower.spaces["notes"].role.peer_steps()
+        (take,), (publish, *_) = writer.spaces["notes"].role.peer_steps()
+        # Once what the loops had not seen yet is seen, nothing is new.
+        eventually(lambda: (look(), take(), publish()) == (False, False, False))
+        follower.reindex("notes", full=False)  # a request file, sent at the follower's next look
+        assert look() is True
+        assert take() is True  # the writer's pass is queued
+        eventually(lambda: bool(publish()))  # its status changes while it runs, and once it is done
+        vault.write("b.md", note("b", "beta"))
+        writer.reindex("notes", full=False)
+        eventually(lambda: writer.status()[0].notes == 2)
+        assert look() is True  # the commit
+        eventually(lambda: look() is False)
+    finally:
+        follower.stop()
+        writer.stop()

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import errno
 import io
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from notarium_search.index.peers import PeerLoop
+from notarium_search.index.peers import (
+    FOLLOW_INTERVAL_SECONDS,
+    IDLE_INTERVAL_SECONDS,
+    PUBLISH_INTERVAL_SECONDS,
+    QUIET_SECONDS,
+    PeerLoop,
+    next_wait,
+)
 from notarium_search.logsetup import configure_logging
 from notarium_search.storage.faults import StorageFault
 
@@ -68,3 +76,63 @@ def test_a_lasting_failure_logs_a_line_a_minute_per_kind(logged: io.StringIO):
     ]
     bugs = [r for r in lines if r["event"] == "peer_round_failed" and r["kind"] == "KeyError"]
     assert all("KeyError: 'published'" in r["exception"] for r in bugs)  # a fault of ours keeps its traceback
+
+
+class Waits:
+    """Stands for the loop's stop event: records each wait, moves the clock
+    by it, and says "stop" after `rounds` of them."""
+
+    def __init__(self, now: list[float], rounds: int) -> None:
+        self.now, self.rounds, self.waits = now, rounds, []  # type: ignore[var-annotated]
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(round(seconds, 3))
+        self.now[0] += seconds
+        return len(self.waits) > self.rounds
+
+    def set(self) -> None: ...
+
+
+def test_a_quiet_loop_slows_down_and_comes_back_at_the_first_news():
+    """Waking is an idle loop's cost (1.4 ms of CPU a second at 10 rounds a
+    second, docs/benchmarks.md "An idle service"): after QUIET_SECONDS with
+    nothing new, each wait doubles up to IDLE_INTERVAL_SECONDS; a step that
+    sees something new brings back FOLLOW_INTERVAL_SECONDS at once."""
+    now = [0.0]
+    news_at = {80}  # the 80th round's step sees a commit
+    rounds: list[float] = []
+
+    def look() -> bool:
+        rounds.append(now[0])
+        return len(rounds) in news_at
+
+    published: list[float] = []
+    loop = PeerLoop([look], [lambda: published.append(now[0])], clock=lambda: now[0])
+    waits = Waits(now, 100)
+    loop._stop = waits  # type: ignore[assignment]
+    loop._run()
+    assert waits.waits[0] == 0  # the first round at once
+    slower = next(i for i, w in enumerate(waits.waits) if w > FOLLOW_INTERVAL_SECONDS)
+    assert set(waits.waits[1:slower]) == {FOLLOW_INTERVAL_SECONDS}
+    assert sum(waits.waits[:slower]) >= QUIET_SECONDS - 1e-6  # quiet that long first
+    assert waits.waits[slower : slower + 3] == [0.2, 0.4, IDLE_INTERVAL_SECONDS]
+    assert set(waits.waits[slower + 3 : 80]) == {IDLE_INTERVAL_SECONDS}
+    assert set(waits.waits[80:]) == {FOLLOW_INTERVAL_SECONDS}  # the 80th round's news: fast again
+    # Publications at most every PUBLISH_INTERVAL_SECONDS, and at each slow round.
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(published)]
+    assert min(gaps) >= PUBLISH_INTERVAL_SECONDS
+    assert IDLE_INTERVAL_SECONDS in gaps
+
+
+def test_next_wait():
+    assert next_wait(0.0, 0.0) == FOLLOW_INTERVAL_SECONDS
+    assert next_wait(IDLE_INTERVAL_SECONDS, QUIET_SECONDS - 0.01) == FOLLOW_INTERVAL_SECONDS
+    assert next_wait(FOLLOW_INTERVAL_SECONDS, QUIET_SECONDS) == 2 * FOLLOW_INTERVAL_SECONDS
+    assert next_wait(IDLE_INTERVAL_SECONDS, 3600.0) == IDLE_INTERVAL_SECONDS
+
+
+def test_a_round_says_whether_a_step_saw_something_new():
+    loop = PeerLoop([], [])
+    assert loop.run([lambda: None, lambda: False]) is False
+    assert loop.run([lambda: None, lambda: True, disk_full]) is True
+    assert loop.run([disk_full, lambda: None]) is False  # a failure is not news
