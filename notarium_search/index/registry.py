@@ -105,7 +105,12 @@ class Spaces:
                 raise
             reason = why_unopened(config, exc)
             log.error("space_unopened", space=config.name, reason=reason)
-            self.unopened = {**self.unopened, config.name: Unopened(config, reason)}
+            # A retry that fails keeps saying it is tried again until the next
+            # try is scheduled (`_retry_later`, at once): a status read between
+            # the two said only "could not open" (CI, tests/index/test_registry.py).
+            earlier = self.unopened.get(config.name)
+            retry = earlier.retry_seconds if earlier is not None else None
+            self.unopened = {**self.unopened, config.name: Unopened(config, reason, retry)}
             return None
         self.opened = {**self.opened, config.name: space}
         self.unopened = {name: u for name, u in self.unopened.items() if name != config.name}

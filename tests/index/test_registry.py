@@ -104,3 +104,27 @@ def test_a_space_opened_later_is_told_why_there_is_no_model(vault: Vault, monkey
         assert "no-model" in (service.spaces["broken"].status().semantic.reason or "")
     finally:
         service.stop()
+
+
+def test_a_space_tried_again_says_so_while_it_is_tried(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """A retry that failed wrote the space's status without its next try for
+    a moment, until that try was scheduled: a status read then said only
+    "could not open" (a CI run on a slow machine read it there)."""
+    monkeypatch.setattr(registry, "RETRY_FIRST_SECONDS", 3600.0)  # no timer fires during the test
+    vault.write("b.md", "---\nid: b\n---\nun thé\n", space="broken")
+    vault.index_dir.mkdir()
+    (vault.index_dir / "broken").write_text("a file where its index folder goes")
+    service = Service(vault.settings(watch=False))
+
+    def error() -> str:
+        return next(s for s in service.status() if s.space == "broken").lexical.error or ""
+
+    try:
+        service.start()
+        assert "tried again in 3600 s" in error()
+        (config,) = [c for c in service.settings.spaces if c.name == "broken"]
+        assert service.registry._open(config) is None  # a retry's open, failing, before its next try is set
+        assert "could not open" in error()
+        assert "tried again in" in error()
+    finally:
+        service.stop()
