@@ -83,7 +83,6 @@ class Follower:
         writer's jobs are (collector.py). Whether something changed (the
         peer loop's pace, index/peers.py)."""
         changed, self._freeze_due = self._freeze_due, False
-        sent = False
         try:
             sent = self._send_reconcile()
             changed |= self._look()

@@ -24,14 +24,14 @@ from notarium_search.logsetup import Throttle, get_logger
 from notarium_search.storage.faults import IndexFolderMissing, StorageFault, fault_code
 
 # How often a follower looks at the writer's files (a stat each, ~5 µs here) and a
-# writer at its readers' requests: an edit reaches every worker within this
-# of the writer's commit.
+# writer at its readers' requests: an edit reaches every worker's channels within
+# this of the writer's commit (IDLE_INTERVAL_SECONDS after a quiet spell).
 FOLLOW_INTERVAL_SECONDS = 0.1
 # After this long with nothing new, the waits grow, to this at most (see above).
 QUIET_SECONDS = 5.0
 IDLE_INTERVAL_SECONDS = 0.5
-# A writer publishes its status at most this often (status() reads counts
-# from the index); state changes wait at most this long to be seen by followers.
+# A writer publishes its status at most this often; state changes wait at most
+# this long to be seen by followers (IDLE_INTERVAL_SECONDS after a quiet spell).
 PUBLISH_INTERVAL_SECONDS = 0.25
 # A round that fails fails again every FOLLOW_INTERVAL_SECONDS while the cause
 # lasts (too many open files: 600 lines a minute per step): one line a minute

@@ -7,6 +7,7 @@ searcher replaced) so that results are fresh at once.
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
@@ -97,17 +98,14 @@ class LexicalIndex:
     def notes_per_language(self) -> dict[str, int]:
         """How many notes are analysed in each of the space's languages (status)."""
         return {
-            language: self.counted(("language", language), self._language_count(language))
+            language: self.counted(("language", language), functools.partial(self._notes_in, language))
             for language in self.languages
         }
 
-    def _language_count(self, language: str) -> Callable[[], int]:
-        def count() -> int:
-            query = tantivy.Query.term_query(self.schema, LANGUAGE_FIELD, language)
-            # `count` exists at run time but is missing from tantivy-py 0.27's stubs.
-            return int(getattr(self._searcher.search(query, 1, count=True), "count", 0) or 0)
-
-        return count
+    def _notes_in(self, language: str) -> int:
+        query = tantivy.Query.term_query(self.schema, LANGUAGE_FIELD, language)
+        # `count` exists at run time but is missing from tantivy-py 0.27's stubs.
+        return int(getattr(self._searcher.search(query, 1, count=True), "count", 0) or 0)
 
     def counted(self, key: Hashable, count: Callable[[], int]) -> int:
         """`count()` of the notes the searcher sees, made once per searcher

@@ -83,7 +83,8 @@ class Waits:
     by it, and says "stop" after `rounds` of them."""
 
     def __init__(self, now: list[float], rounds: int) -> None:
-        self.now, self.rounds, self.waits = now, rounds, []  # type: ignore[var-annotated]
+        self.now, self.rounds = now, rounds
+        self.waits: list[float] = []
 
     def wait(self, seconds: float) -> bool:
         self.waits.append(round(seconds, 3))
