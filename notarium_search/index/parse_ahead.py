@@ -53,10 +53,16 @@ PARSE_AHEAD_MIN_FILES = 512
 # Files per task: one round trip through the pool's queues costs ~0.2 ms,
 # a note ~1.4 ms; 32 notes make it ~0.5 %.
 BATCH_FILES = 32
-# Batches asked for ahead of the writer, per process: enough that a process
-# never waits for the writer, few enough that the answers held (~3 times a
-# note's text each) stay a few MiB.
-BATCHES_AHEAD_PER_PROCESS = 4
+# Batches asked for ahead of the writer, per process: enough that the
+# processes go on parsing while the writer commits. A commit holds the writer
+# 0.2-1.5 s at 50,000 notes; with 4 batches (~0.15 s of parsing) the
+# processes then waited, and a first index's two cores ran at 1.1-1.7 for a
+# second around each commit (per-thread CPU each second, docs/benchmarks.md).
+BATCHES_AHEAD_PER_PROCESS = 16
+# ...and no further than this many bytes of files beyond the batch being
+# taken, so that the answers held (~3.5 times a note's size each) stay tens
+# of MiB when the notes are large. One batch a process is always asked for.
+AHEAD_BYTES = 24 * 2**20
 # The built-in formats whose read is pure and in process (notes/formats.py):
 # a PDF is read by its own child process under a budget, on the writer.
 POOLED_FORMATS = (MARKDOWN, CANVAS)
@@ -113,8 +119,9 @@ class ParseAhead:
         self._executor: ProcessPoolExecutor | None = executor
         self._sources = tuple(sources)  # files added to the pass later are parsed by the writer
         self._job_for = job_for
-        self._ahead = processes * BATCHES_AHEAD_PER_PROCESS
+        self._processes = processes
         self._batches: dict[int, Future[list[Parsed | None]]] = {}
+        self._bytes: dict[int, int] = {}  # the files' bytes of each batch asked for and not yet taken
         self._asked = 0  # batches asked for so far
         self._answers: tuple[int, list[Parsed | None]] | None = None  # the batch being consumed
 
@@ -125,8 +132,9 @@ class ParseAhead:
             return None  # a file added to the pass (read again): never asked for
         batch = index // BATCH_FILES
         try:
-            self._ask_until(batch + self._ahead)
             if self._answers is None or self._answers[0] != batch:
+                self._ask_ahead(batch)
+                self._bytes.pop(batch, None)
                 future = self._batches.pop(batch, None)
                 if future is None:
                     return None
@@ -137,13 +145,27 @@ class ParseAhead:
             return None
         return self._answers[1][index % BATCH_FILES]
 
-    def _ask_until(self, last: int) -> None:
+    def _ask_ahead(self, taken: int) -> None:
+        """Ask for the batches after `taken` (the one the writer takes now):
+        BATCHES_AHEAD_PER_PROCESS a process, fewer when their files pass
+        AHEAD_BYTES, never fewer than one a process."""
         executor = self._executor
         assert executor is not None
-        while self._asked <= last and self._asked * BATCH_FILES < len(self._sources):
-            first = self._asked * BATCH_FILES
-            jobs = [self._job_for(s) for s in self._sources[first : first + BATCH_FILES]]
-            self._batches[self._asked] = executor.submit(parse_batch, jobs)
+        for passed in [b for b in self._bytes if b < taken]:  # taken, or passed over by the writer
+            del self._bytes[passed]
+            self._batches.pop(passed, None)
+        ahead_bytes = sum(size for batch, size in self._bytes.items() if batch > taken)
+        self._asked = max(self._asked, taken)  # none for a batch the writer is past
+        while self._asked * BATCH_FILES < len(self._sources):
+            ahead = self._asked - taken
+            if ahead > self._processes * BATCHES_AHEAD_PER_PROCESS or (
+                ahead > self._processes and ahead_bytes >= AHEAD_BYTES
+            ):
+                break
+            sources = self._sources[self._asked * BATCH_FILES : (self._asked + 1) * BATCH_FILES]
+            self._batches[self._asked] = executor.submit(parse_batch, [self._job_for(s) for s in sources])
+            self._bytes[self._asked] = size = sum(s.size for s in sources)
+            ahead_bytes += size if ahead > 0 else 0
             self._asked += 1
 
     def close(self) -> None:
@@ -184,7 +206,7 @@ def start(
             initargs=(root_real, languages, tuple(collections)),
         )
         ahead = ParseAhead(executor, processes, sources, job_for)
-        ahead._ask_until(0)  # starts a process now, before the writer needs it
+        ahead._ask_ahead(0)  # starts the processes now, before the writer needs them
     except (OSError, ImportError, RuntimeError) as exc:  # no /dev/shm, no processes left: the writer parses alone
         log.warning("parse_ahead_unavailable", reason=f"{type(exc).__name__}: {exc}")
         return None

@@ -21,7 +21,7 @@ from notarium_search.index import parse_ahead
 from notarium_search.lexical.schema import decode_payload
 from notarium_search.service import Service
 from notarium_search.settings import CollectionConfig, SpaceConfig
-from notarium_search.types import FeedFilter
+from notarium_search.types import FeedFilter, SourceFile
 from tests.conftest import Vault
 
 FRENCH = [
@@ -117,10 +117,11 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every pass parses ahead (not only those of PARSE_AHEAD_MIN_FILES files);
     counts the answers the writer took from the processes."""
     monkeypatch.setattr(parse_ahead, "PARSE_AHEAD_MIN_FILES", 1)
-    # Small batches: at most (2 processes x 4 + 1) x 4 = 36 files asked for
-    # ahead of the writer's first, and 3 batches more reach a process before
-    # the pool sees one died: the kill below always leaves files to the writer.
+    # Small batches, few ahead: at most (2 processes x 4 + 1) x 4 = 36 files
+    # asked for ahead of the writer's first, and 3 batches more reach a process
+    # before the pool sees one died: the kill below always leaves files to the writer.
     monkeypatch.setattr(parse_ahead, "BATCH_FILES", 4)
+    monkeypatch.setattr(parse_ahead, "BATCHES_AHEAD_PER_PROCESS", 4)
     taken = [0]
     parsed = parse_ahead.ParseAhead.parsed
 
@@ -240,3 +241,32 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state not in ("Z", "X")
+
+
+def _sources(count: int, size: int) -> list[Any]:
+    return [SourceFile(f"n{i}.md", f"/nowhere/n{i}.md", size, 0) for i in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("size", "asked_first", "asked_at_batch_5"),
+    [
+        # Small notes: the writer's batch and 16 a process after it.
+        (1_000, 1 + 2 * 16, 6 + 2 * 16),
+        # 1 MiB notes, 32 MiB a batch: past AHEAD_BYTES at once, so one a process.
+        (2**20, 1 + 2, 6 + 2),
+    ],
+)
+def test_the_batches_asked_ahead_are_bounded_by_count_and_by_bytes(size: int, asked_first: int, asked_at_batch_5: int):
+    """What is asked for depends on the batch the writer takes, never on
+    timing: the processes parse nothing here (no job: the writer's own)."""
+    sources = _sources(60 * parse_ahead.BATCH_FILES, size)
+    ahead = parse_ahead.start(sources, 2, "/nowhere", ("fr",), (), lambda source: None)
+    assert ahead is not None
+    try:
+        assert ahead.parsed(0, sources[0]) is None  # the writer parses it: no job was sent
+        assert ahead._asked == asked_first
+        ahead.parsed(5 * parse_ahead.BATCH_FILES, sources[5 * parse_ahead.BATCH_FILES])
+        assert ahead._asked == asked_at_batch_5
+        assert sorted(ahead._batches) == list(range(6, asked_at_batch_5))  # the taken ones let go
+    finally:
+        ahead.close()
