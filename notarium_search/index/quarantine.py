@@ -6,8 +6,11 @@ of 100,000 `[` held it for over 60 s, the watchdog killed the worker, the new
 worker read the same note again, for ever, and no later edit was indexed.
 
 So the writer says which note it is reading (`Marks.reading`, one small
-write of a file it keeps open: ~3 µs a note) and clears it once the note is
-in (`Marks.done`). A process that finds a mark at start died while reading
+write at the start of a file it keeps open, the mark ended by a NUL) and
+clears it once the note is in (`Marks.done`: a NUL written first). Writes
+only, no truncation: truncating the file twice a note cost 27 µs a note on
+ext4 here against 4.6 for two writes (1.1 s of the writer's CPU in a first
+index of 50,000 notes). A process that finds a mark at start died while reading
 that note: a strike. A note with QUARANTINE_STRIKES strikes, unchanged since
 (same size and modification time), is skipped with its reason, in status and
 the log, until the file changes. One strike is not enough: a `kill -9` or a
@@ -70,7 +73,7 @@ class Marks:
     def _left_behind(self) -> Suspect | None:
         """What the last process was reading when it died, with one strike more."""
         try:
-            fields = self.path.read_text(encoding="utf-8").split("\t")
+            fields = self.path.read_text(encoding="utf-8").split("\0", 1)[0].split("\t")
         except (OSError, UnicodeDecodeError):
             return None
         if len(fields) != 4 or not all(f.lstrip("-").isdigit() for f in fields[1:]):
@@ -100,12 +103,11 @@ class Marks:
         """Mark `source` as being read (its strikes so far carried)."""
         version = self._current = _version(source)
         strikes = self.suspect.strikes if self.suspect is not None and self.suspect.version == version else 0
-        data = f"{version[0]}\t{version[1]}\t{version[2]}\t{strikes}".encode()
+        data = f"{version[0]}\t{version[1]}\t{version[2]}\t{strikes}\0".encode()  # no path holds a NUL
         try:
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            os.pwrite(self._fd, data, 0)
-            os.ftruncate(self._fd, len(data))
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            os.pwrite(self._fd, data, 0)  # what a longer mark left after the NUL is not read
         except OSError:
             self.close()  # best effort: a full disk fails the pass soon enough
 
@@ -116,7 +118,7 @@ class Marks:
             self.suspect = None
         if self._fd is not None:
             try:
-                os.ftruncate(self._fd, 0)
+                os.pwrite(self._fd, b"\0", 0)
             except OSError:
                 self.close()
 

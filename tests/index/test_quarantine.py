@@ -41,6 +41,11 @@ def ids(service: Service, query: str) -> list[str]:
     return sorted(hit.note.id for hit in service.search("notes", query, FeedFilter(), 20).results)
 
 
+def mark(folder: Path) -> str:
+    """The mark in an index folder: up to its NUL, "" when cleared."""
+    return (folder / MARK_FILE).read_text().split("\0", 1)[0]
+
+
 def die_reading_poison(vault: Vault) -> None:
     env = {"NOTARIUM_SPACES_ROOT": str(vault.root), "NOTARIUM_INDEX_DIR": str(vault.index_dir), "PATH": "/usr/bin"}
     done = subprocess.run(
@@ -61,12 +66,12 @@ def poisoned(vault: Vault) -> Vault:
 def test_one_death_is_not_enough_an_innocent_note_is_read_again(poisoned: Vault):
     """A kill -9 or a power cut lands on whatever note was being read."""
     die_reading_poison(poisoned)
-    assert (poisoned.index_dir / "notes" / MARK_FILE).read_text().startswith("poison.md\t")
+    assert mark(poisoned.index_dir / "notes").startswith("poison.md\t")
     service = poisoned.service()
     try:
         assert "poison" in ids(service, "ordinaire")
         assert service.status()[0].skipped_notes == ()
-        assert (poisoned.index_dir / "notes" / MARK_FILE).read_text() == ""  # read: no mark left
+        assert mark(poisoned.index_dir / "notes") == ""  # read: no mark left
     finally:
         service.stop()
 
@@ -106,7 +111,7 @@ def test_a_stop_while_reading_leaves_no_mark(poisoned: Vault, monkeypatch: pytes
     try:
         with pytest.raises(KeyboardInterrupt):
             service.spaces["notes"].writing.run_reconcile()
-        assert (poisoned.index_dir / "notes" / MARK_FILE).read_text() == ""
+        assert mark(poisoned.index_dir / "notes") == ""
     finally:
         service.stop()
 
@@ -185,8 +190,25 @@ def test_a_suspect_read_through_is_forgiven(tmp_path: Path):
     marks.done()
     assert marks.suspect is None
     marks.reading(source)  # read again later in the same process, which then dies
-    assert (tmp_path / MARK_FILE).read_text() == "a.md\t10\t5\t0"
+    assert mark(tmp_path) == "a.md\t10\t5\t0"
     marks.close()
+
+
+def test_a_mark_written_over_a_longer_one_is_read_as_written(tmp_path: Path):
+    """Marks are written over each other, never truncated: what a longer
+    mark left after the NUL is not part of the next."""
+    from notarium_search.index.quarantine import Marks
+    from notarium_search.types import SourceFile
+
+    marks = Marks(tmp_path, "notes")
+    marks.reading(SourceFile("un/dossier/au/nom/long/note.md", "/x", 123456, 987654321))
+    marks.done()
+    assert Marks(tmp_path, "notes").suspect is None  # cleared: a death now blames nothing
+    marks.reading(SourceFile("b.md", "/x", 7, 3))
+    marks.close()  # the process dies while reading b.md
+    suspect = Marks(tmp_path, "notes").suspect
+    assert suspect is not None
+    assert (suspect.version, suspect.strikes) == (("b.md", 7, 3), 1)
 
 
 def test_the_read_budget_counts_the_writer_s_cpu_not_the_wait(vault: Vault, monkeypatch: pytest.MonkeyPatch):
