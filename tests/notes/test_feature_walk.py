@@ -110,3 +110,18 @@ def test_notes_are_told_apart_by_the_walk_as_by_py3langid(detector: LanguageIden
     assert isinstance(ours, feature_walk.WalkingIdentifier)
     for text in texts():
         assert ours.classify(text) == detector.classify(text), text
+
+
+def test_features_are_counted_in_the_order_they_first_occur():
+    """What py3langid's Counter gives: each feature once, where it first
+    occurs, with its count (np.unique's, put in that order)."""
+    generator = np.random.default_rng(7)
+    for size in (1, 2, 3, 17, 300, 2_000):
+        for span in (1, 5, 1_000, 100_000):
+            found = generator.integers(0, span, size).astype(np.intp)
+            features, counts = feature_walk._counted_in_order(found)
+            expected: dict[int, int] = {}
+            for value in found.tolist():
+                expected[value] = expected.get(value, 0) + 1
+            assert features.tolist() == list(expected)
+            assert counts.tolist() == list(expected.values())
