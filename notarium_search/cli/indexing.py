@@ -54,8 +54,7 @@ def index_command(settings: Settings, args: argparse.Namespace) -> int:
     with Progress(*columns, transient=False) as bar:
         tasks: dict[str, Any] = {}
         started: dict[str, float] = {}
-
-        shown: dict[str, float] = {}
+        shown: dict[str, float] = {}  # when each stage's bar was last updated
 
         def show(step: BuildStep) -> None:
             now = time.monotonic()

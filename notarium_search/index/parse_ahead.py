@@ -120,8 +120,8 @@ class ParseAhead:
         self._sources = tuple(sources)  # files added to the pass later are parsed by the writer
         self._job_for = job_for
         self._processes = processes
-        self._batches: dict[int, Future[list[Parsed | None]]] = {}
-        self._bytes: dict[int, int] = {}  # the files' bytes of each batch asked for and not yet taken
+        # Each batch asked for and not yet taken: its answers to come, and its files' bytes.
+        self._batches: dict[int, tuple[Future[list[Parsed | None]], int]] = {}
         self._asked = 0  # batches asked for so far
         self._answers: tuple[int, list[Parsed | None]] | None = None  # the batch being consumed
 
@@ -134,11 +134,10 @@ class ParseAhead:
         try:
             if self._answers is None or self._answers[0] != batch:
                 self._ask_ahead(batch)
-                self._bytes.pop(batch, None)
-                future = self._batches.pop(batch, None)
-                if future is None:
+                asked = self._batches.pop(batch, None)
+                if asked is None:
                     return None
-                self._answers = (batch, future.result())
+                self._answers = (batch, asked[0].result())
         except Exception as exc:  # noqa: BLE001 - a process died (BrokenProcessPool), an answer did not pickle
             log.warning("parse_ahead_stopped", reason=f"{type(exc).__name__}: {exc}")
             self.close()
@@ -151,10 +150,9 @@ class ParseAhead:
         AHEAD_BYTES, never fewer than one a process."""
         executor = self._executor
         assert executor is not None
-        for passed in [b for b in self._bytes if b < taken]:  # taken, or passed over by the writer
-            del self._bytes[passed]
-            self._batches.pop(passed, None)
-        ahead_bytes = sum(size for batch, size in self._bytes.items() if batch > taken)
+        for passed in [b for b in self._batches if b < taken]:  # passed over by the writer
+            del self._batches[passed]
+        ahead_bytes = sum(size for batch, (_, size) in self._batches.items() if batch > taken)
         self._asked = max(self._asked, taken)  # none for a batch the writer is past
         while self._asked * BATCH_FILES < len(self._sources):
             ahead = self._asked - taken
@@ -163,8 +161,8 @@ class ParseAhead:
             ):
                 break
             sources = self._sources[self._asked * BATCH_FILES : (self._asked + 1) * BATCH_FILES]
-            self._batches[self._asked] = executor.submit(parse_batch, [self._job_for(s) for s in sources])
-            self._bytes[self._asked] = size = sum(s.size for s in sources)
+            size = sum(s.size for s in sources)
+            self._batches[self._asked] = (executor.submit(parse_batch, [self._job_for(s) for s in sources]), size)
             ahead_bytes += size if ahead > 0 else 0
             self._asked += 1
 

@@ -243,7 +243,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _sources(count: int, size: int) -> list[Any]:
+def _sources(count: int, size: int) -> list[SourceFile]:
     return [SourceFile(f"n{i}.md", f"/nowhere/n{i}.md", size, 0) for i in range(count)]
 
 
